@@ -1,0 +1,235 @@
+// Package broker is the seam between the copier engine and trade servers: the Broker and
+// Session interfaces, the value types they exchange (accounts, symbols, positions, order
+// requests, master feed events) and the classified errors every implementation returns.
+//
+// It knows nothing of leases or SQL. Implementations live in sub-packages: broker/sim (a
+// simulated MetaTrader-like trade server) and broker/bridge (a network protocol whose client
+// implements Broker and whose server exposes any Broker).
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Side is the direction of a position.
+type Side int8
+
+const (
+	// Buy is a long position.
+	Buy Side = 1
+	// Sell is a short position.
+	Sell Side = -1
+)
+
+// Opposite returns the other side.
+func (s Side) Opposite() Side { return -s }
+
+// String returns "buy" or "sell".
+func (s Side) String() string {
+	switch s {
+	case Buy:
+		return "buy"
+	case Sell:
+		return "sell"
+	}
+	return "invalid"
+}
+
+// Valid reports whether s is Buy or Sell.
+func (s Side) Valid() bool { return s == Buy || s == Sell }
+
+// AccountMode is how an account aggregates positions of one symbol.
+type AccountMode int8
+
+const (
+	// Hedging accounts keep every position apart, in both directions (MT4, MT5 hedging).
+	Hedging AccountMode = 1
+	// Netting accounts hold at most one position per symbol (MT5 netting).
+	Netting AccountMode = 2
+)
+
+// String returns "hedging" or "netting".
+func (m AccountMode) String() string {
+	switch m {
+	case Hedging:
+		return "hedging"
+	case Netting:
+		return "netting"
+	}
+	return "invalid"
+}
+
+// Credentials identify and authenticate one trading account on one trade server.
+// Password is a secret: never log it and do not keep it after Connect returns.
+type Credentials struct {
+	Login    string
+	Server   string
+	Password string
+}
+
+// AccountInfo is an account's state as the trade server reports it.
+type AccountInfo struct {
+	Login    string
+	Currency string
+	Balance  float64
+	Equity   float64
+	Leverage int
+	Mode     AccountMode
+}
+
+// SymbolSpec is a tradable instrument as one server specifies it. Two servers may specify
+// "the same" instrument differently (contract size, suffix): sizing must align them.
+type SymbolSpec struct {
+	Name         string  // as the server names it, suffix included ("EURUSD.m")
+	ContractSize float64 // units per 1.0 lot
+	MinLot       float64
+	MaxLot       float64
+	LotStep      float64
+	Digits       int     // price digits
+	Point        float64 // 10^-Digits
+	TradeAllowed bool
+}
+
+// Position is an open position (MT5 terms) or open market order (MT4 terms).
+type Position struct {
+	Ticket    int64
+	Symbol    string
+	Side      Side
+	Volume    float64 // lots
+	OpenPrice float64
+	SL        float64 // 0 = none
+	TP        float64 // 0 = none
+	Magic     int64
+	Comment   string    // at most MaxCommentLen; the server may overwrite it
+	OpenTime  time.Time // server clock
+}
+
+// MaxCommentLen is the longest order comment MetaTrader servers keep.
+const MaxCommentLen = 31
+
+// OrderType selects a market order or, optionally, a pending order.
+type OrderType int8
+
+const (
+	// Market executes now at the current price.
+	Market OrderType = iota
+	// Limit is a pending order at a better price than the current one.
+	Limit
+	// Stop is a pending order at a worse price than the current one.
+	Stop
+)
+
+// Order carries what every order request carries: a unique request id, the account's
+// fencing token (its lease epoch) and the id of the node that sends it.
+type Order struct {
+	RequestID uuid.UUID
+	Token     int64  // lease epoch of the sender; a server may reject one lower than it has seen
+	Node      string // sender, recorded in the server's order log
+}
+
+// OpenRequest opens a position.
+type OpenRequest struct {
+	Order
+	Symbol  string
+	Side    Side
+	Type    OrderType // Market unless the implementation supports pending orders
+	Volume  float64
+	Price   float64 // pending orders only; 0 for Market
+	SL, TP  float64
+	Magic   int64
+	Comment string
+}
+
+// CloseRequest closes a position in full (Volume 0) or in part.
+type CloseRequest struct {
+	Order
+	Ticket int64
+	Volume float64 // 0 = the whole position
+}
+
+// ModifyRequest sets a position's stop-loss and take-profit (0 removes one).
+type ModifyRequest struct {
+	Order
+	Ticket int64
+	SL, TP float64
+}
+
+// OrderResult is a successful order's outcome.
+type OrderResult struct {
+	Ticket     int64   // the position the order opened, closed or modified
+	Price      float64 // execution price (0 for Modify)
+	Volume     float64 // volume executed
+	ServerTime time.Time
+}
+
+// EventKind is what happened to a master position.
+type EventKind int8
+
+const (
+	// Opened: a new position.
+	Opened EventKind = iota + 1
+	// Modified: SL or TP changed.
+	Modified
+	// PartiallyClosed: volume reduced; Position holds the remaining volume.
+	PartiallyClosed
+	// Closed: the position is gone; Position holds its last state.
+	Closed
+)
+
+// String names the kind.
+func (k EventKind) String() string {
+	switch k {
+	case Opened:
+		return "opened"
+	case Modified:
+		return "modified"
+	case PartiallyClosed:
+		return "partially_closed"
+	case Closed:
+		return "closed"
+	}
+	return "invalid"
+}
+
+// Event is one change of a master account's positions. Within one Epoch, Seq increases by
+// exactly one per event; Epoch changes whenever the feed restarts. A consumer that sees a
+// gap in Seq or an Epoch it does not know has missed events and must reconcile.
+type Event struct {
+	Login      string
+	Epoch      int64
+	Seq        int64
+	Kind       EventKind
+	Position   Position
+	ServerTime time.Time
+}
+
+// Broker opens trading sessions.
+type Broker interface {
+	// Connect opens a session for one account. The error is classified (see errors.go).
+	Connect(ctx context.Context, creds Credentials) (Session, error)
+}
+
+// Session is one connected trading account. Implementations are safe for concurrent use.
+type Session interface {
+	// Account returns balance, equity, currency, leverage and mode.
+	Account(ctx context.Context) (AccountInfo, error)
+	// Symbols returns the specs of every symbol the account can see.
+	Symbols(ctx context.Context) ([]SymbolSpec, error)
+	// Positions returns every open position of the account.
+	Positions(ctx context.Context) ([]Position, error)
+	// Open sends an order that opens a position.
+	Open(ctx context.Context, req OpenRequest) (OrderResult, error)
+	// ClosePosition closes a position in full or in part.
+	ClosePosition(ctx context.Context, req CloseRequest) (OrderResult, error)
+	// Modify changes a position's SL/TP.
+	Modify(ctx context.Context, req ModifyRequest) (OrderResult, error)
+	// Subscribe streams the account's position events from now on. The channel is closed
+	// when ctx ends, the session closes or the connection drops; subscribe again to resume
+	// (the new stream may carry a new Epoch).
+	Subscribe(ctx context.Context) (<-chan Event, error)
+	// Close ends the session and its subscriptions.
+	Close() error
+}
