@@ -91,6 +91,9 @@ type SymbolSpec struct {
 	Digits       int     // price digits
 	Point        float64 // 10^-Digits
 	TradeAllowed bool
+	// Bid and Ask are the last quote when the spec was read (0 when unknown); planners use
+	// them to bound the price deviation of late copies.
+	Bid, Ask float64
 }
 
 // Position is an open position (MT5 terms) or open market order (MT4 terms).
