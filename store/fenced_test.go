@@ -1,0 +1,96 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/snapcopier/copier/store"
+	"github.com/snapcopier/copier/store/storetest"
+)
+
+func TestFencedStatusWrites(t *testing.T) {
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 2)
+	a := cycle(t, db.Pool, "a", nil, 2)
+	now := time.Now()
+	row := func(id, epoch int64, status string) store.AccountStatus {
+		return store.AccountStatus{ID: id, Epoch: epoch, Status: status, Balance: 1000, Equity: 990, At: now}
+	}
+	// Owner at the right epoch: written.
+	res, err := store.WriteStatusesFenced(ctxT(t), db.Pool, "a", []store.AccountStatus{row(1, 1, "ok"), row(2, 1, "ok")})
+	if err != nil || res.Applied != 2 || res.Refused != 0 {
+		t.Fatalf("owner write: %+v, %v", res, err)
+	}
+	// Stale epoch, and another node id: refused, nothing changes.
+	res, err = store.WriteStatusesFenced(ctxT(t), db.Pool, "a", []store.AccountStatus{row(1, 0, "stale")})
+	if err != nil || res.Applied != 0 || res.Refused != 1 {
+		t.Fatalf("stale epoch write: %+v, %v", res, err)
+	}
+	res, err = store.WriteStatusesFenced(ctxT(t), db.Pool, "b", []store.AccountStatus{row(2, 1, "intruder")})
+	if err != nil || res.Applied != 0 || res.Refused != 1 {
+		t.Fatalf("foreign node write: %+v, %v", res, err)
+	}
+	// After a takeover the old owner's queued write cannot land.
+	expire(t, db.Pool, 1)
+	b := cycle(t, db.Pool, "b", nil, 1)
+	if len(b.Owned) != 1 || b.Owned[0].ID != 1 {
+		t.Fatalf("takeover: %+v", b.Owned)
+	}
+	if _, err := store.WriteStatusesFenced(ctxT(t), db.Pool, "b", []store.AccountStatus{row(1, b.Owned[0].Epoch, "new-owner")}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = store.WriteStatusesFenced(ctxT(t), db.Pool, "a", []store.AccountStatus{row(1, a.Owned[0].Epoch, "old-owner")})
+	if err != nil || res.Applied != 0 {
+		t.Fatalf("old owner's write after takeover: %+v, %v", res, err)
+	}
+	var s1, s2 string
+	if err := db.Pool.QueryRow(ctxT(t), `SELECT (SELECT status FROM trading_accounts WHERE id = 1), (SELECT status FROM trading_accounts WHERE id = 2)`).Scan(&s1, &s2); err != nil {
+		t.Fatal(err)
+	}
+	if s1 != "new-owner" || s2 != "ok" {
+		t.Fatalf("statuses %q %q, want new-owner ok", s1, s2)
+	}
+}
+
+func TestFencedTicketUpserts(t *testing.T) {
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 1)
+	seedAccounts(t, db.Pool, "mt5", "master", 50, 1)
+	var link int64
+	if err := db.Pool.QueryRow(ctxT(t), `INSERT INTO copy_links (master_id, follower_id, magic) VALUES (50, 1, 7) RETURNING id`).Scan(&link); err != nil {
+		t.Fatal(err)
+	}
+	a := cycle(t, db.Pool, "a", nil, 1)
+	ep := a.Owned[0].Epoch
+	rows := []store.TicketRow{
+		{FollowerID: 1, Epoch: ep, LinkID: link, MasterTicket: 10, FollowerTicket: 100, Volume: 1},
+		{FollowerID: 1, Epoch: ep, LinkID: link, MasterTicket: 11, FollowerTicket: 101, Volume: 2},
+		{FollowerID: 1, Epoch: ep, LinkID: link, MasterTicket: 11, FollowerTicket: 101, Volume: 1.5}, // same key: last wins
+	}
+	res, err := store.UpsertTicketsFenced(ctxT(t), db.Pool, "a", rows)
+	if err != nil || res.Applied != 2 {
+		t.Fatalf("owner upsert: %+v, %v", res, err)
+	}
+	closed := store.TicketRow{FollowerID: 1, Epoch: ep, LinkID: link, MasterTicket: 10, FollowerTicket: 100, Volume: 1, ClosedAt: time.Now()}
+	if res, err := store.UpsertTicketsFenced(ctxT(t), db.Pool, "a", []store.TicketRow{closed}); err != nil || res.Applied != 1 {
+		t.Fatalf("close upsert: %+v, %v", res, err)
+	}
+	stale := []store.TicketRow{
+		{FollowerID: 1, Epoch: ep - 1, LinkID: link, MasterTicket: 12, FollowerTicket: 102, Volume: 1},
+	}
+	if res, err := store.UpsertTicketsFenced(ctxT(t), db.Pool, "a", stale); err != nil || res.Applied != 0 || res.Refused != 1 {
+		t.Fatalf("stale upsert: %+v, %v", res, err)
+	}
+	if res, err := store.UpsertTicketsFenced(ctxT(t), db.Pool, "b", rows[:1]); err != nil || res.Applied != 0 {
+		t.Fatalf("foreign upsert: %+v, %v", res, err)
+	}
+	var open, total int
+	var vol float64
+	if err := db.Pool.QueryRow(ctxT(t), `SELECT count(*) FILTER (WHERE closed_at IS NULL), count(*),
+		(SELECT volume FROM copy_positions WHERE master_ticket = 11) FROM copy_positions`).Scan(&open, &total, &vol); err != nil {
+		t.Fatal(err)
+	}
+	if open != 1 || total != 2 || vol != 1.5 {
+		t.Fatalf("ticket map: open %d total %d vol %v", open, total, vol)
+	}
+}

@@ -1,0 +1,190 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Held is one lease this process holds: the account and the epoch it claimed it with.
+// Renewal and release are keyed by these pairs, never by node_id alone, so two processes
+// that share a node id, or a restarted process, cannot touch a lease they did not take.
+type Held struct {
+	ID    int64
+	Epoch int64
+}
+
+// Owned is an account the cycle confirmed as this process's.
+type Owned struct {
+	ID            int64
+	Epoch         int64
+	ConfigVersion int64
+	Claimed       bool // newly claimed in this cycle (a takeover or first claim)
+}
+
+// CycleRequest is the input of one lease cycle.
+type CycleRequest struct {
+	Node     string
+	Platform string
+	Lease    time.Duration // lease_until = now() + Lease by the database's clock
+	Held     []Held        // what this process believes it holds
+	Capacity int           // the most accounts this process may hold
+	NoClaim  bool          // draining: renew and release only
+}
+
+// CycleResult is what one committed lease cycle established.
+type CycleResult struct {
+	Owned    []Owned // everything this process owns now, by id
+	Released []int64 // switched-off accounts released in this cycle
+	Renewed  int
+	Claimed  int
+}
+
+// ErrBadCycle reports an invalid CycleRequest.
+var ErrBadCycle = errors.New("store: invalid lease cycle request")
+
+// LeaseCycle runs one lease cycle in one transaction (DESIGN §4):
+//  1. release this process's leases on accounts that were switched off;
+//  2. renew this process's leases by (id, lease_epoch);
+//  3. claim free or expired followers of the platform up to free capacity, locking the
+//     candidates in a CTE with FOR UPDATE SKIP LOCKED and bumping lease_epoch;
+//  4. return everything owned, with epoch and config version.
+//
+// The caller reads its monotonic clock before calling: the transaction begins here, so the
+// database's now() (and so every lease_until written) is later than that reading. On error
+// nothing changed.
+func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (CycleResult, error) {
+	if req.Node == "" || req.Platform == "" || req.Lease <= 0 || req.Capacity < 0 {
+		return CycleResult{}, fmt.Errorf("%w: node %q, platform %q, lease %v, capacity %d", ErrBadCycle, req.Node, req.Platform, req.Lease, req.Capacity)
+	}
+	ids, epochs := splitHeld(req.Held)
+	var res CycleResult
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		released, err := releaseSwitchedOff(ctx, tx, req, ids, epochs)
+		if err != nil {
+			return err
+		}
+		renewed, err := renewLeases(ctx, tx, req, ids, epochs)
+		if err != nil {
+			return err
+		}
+		free := req.Capacity - len(renewed)
+		var claimed []Owned
+		if free > 0 && !req.NoClaim {
+			if claimed, err = claimFollowers(ctx, tx, req, free); err != nil {
+				return err
+			}
+		}
+		res = CycleResult{Released: released, Renewed: len(renewed), Claimed: len(claimed)}
+		res.Owned = mergeOwned(renewed, claimed)
+		return nil
+	})
+	if err != nil {
+		return CycleResult{}, fmt.Errorf("store: lease cycle: %w", err)
+	}
+	return res, nil
+}
+
+func splitHeld(held []Held) (ids, epochs []int64) {
+	ids = make([]int64, len(held))
+	epochs = make([]int64, len(held))
+	for i, h := range held {
+		ids[i], epochs[i] = h.ID, h.Epoch
+	}
+	return ids, epochs
+}
+
+// releaseSwitchedOff frees held accounts that are disabled, no longer followers, or moved
+// to another platform.
+func releaseSwitchedOff(ctx context.Context, tx pgx.Tx, req CycleRequest, ids, epochs []int64) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE trading_accounts t SET node_id = NULL, lease_until = NULL
+		FROM unnest($2::bigint[], $3::bigint[]) AS s(id, epoch)
+		WHERE t.id = s.id AND t.lease_epoch = s.epoch AND t.node_id = $1
+		  AND (NOT t.enabled OR t.role <> 'follower' OR t.platform <> $4)
+		RETURNING t.id`, req.Node, ids, epochs, req.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("release switched off: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+func renewLeases(ctx context.Context, tx pgx.Tx, req CycleRequest, ids, epochs []int64) ([]Owned, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE trading_accounts t SET lease_until = now() + make_interval(secs => $4)
+		FROM unnest($2::bigint[], $3::bigint[]) AS s(id, epoch)
+		WHERE t.id = s.id AND t.lease_epoch = s.epoch AND t.node_id = $1
+		  AND t.enabled AND t.role = 'follower' AND t.platform = $5
+		RETURNING t.id, t.lease_epoch, t.config_version`, req.Node, ids, epochs, req.Lease.Seconds(), req.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("renew: %w", err)
+	}
+	return pgx.CollectRows(rows, scanOwned(false))
+}
+
+// claimFollowers locks up to limit free or expired followers in a CTE (which PostgreSQL
+// runs exactly once; an IN-subquery may be re-run and update more than limit rows) and
+// takes them with a new epoch.
+func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int) ([]Owned, error) {
+	rows, err := tx.Query(ctx, `
+		WITH candidates AS (
+			SELECT id FROM trading_accounts
+			WHERE platform = $3 AND role = 'follower' AND enabled
+			  AND (node_id IS NULL OR lease_until IS NULL OR lease_until < now())
+			ORDER BY id
+			LIMIT $4
+			FOR UPDATE SKIP LOCKED)
+		UPDATE trading_accounts t
+		SET node_id = $1, lease_until = now() + make_interval(secs => $2), lease_epoch = t.lease_epoch + 1
+		FROM candidates c WHERE t.id = c.id
+		RETURNING t.id, t.lease_epoch, t.config_version`, req.Node, req.Lease.Seconds(), req.Platform, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	return pgx.CollectRows(rows, scanOwned(true))
+}
+
+func scanOwned(claimed bool) pgx.RowToFunc[Owned] {
+	return func(row pgx.CollectableRow) (Owned, error) {
+		o := Owned{Claimed: claimed}
+		err := row.Scan(&o.ID, &o.Epoch, &o.ConfigVersion)
+		return o, err
+	}
+}
+
+func mergeOwned(renewed, claimed []Owned) []Owned {
+	out := make([]Owned, 0, len(renewed)+len(claimed))
+	out = append(out, renewed...)
+	out = append(out, claimed...)
+	slices.SortFunc(out, func(a, b Owned) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// ReleaseAll gives back every lease this process holds (clean shutdown): other nodes can
+// claim them in their next cycle. It returns how many rows it released.
+func ReleaseAll(ctx context.Context, pool *pgxpool.Pool, node string, held []Held) (int64, error) {
+	if len(held) == 0 {
+		return 0, nil
+	}
+	ids, epochs := splitHeld(held)
+	tag, err := pool.Exec(ctx, `
+		UPDATE trading_accounts t SET node_id = NULL, lease_until = NULL
+		FROM unnest($2::bigint[], $3::bigint[]) AS s(id, epoch)
+		WHERE t.id = s.id AND t.lease_epoch = s.epoch AND t.node_id = $1`, node, ids, epochs)
+	if err != nil {
+		return 0, fmt.Errorf("store: release all: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -1,0 +1,79 @@
+// Package store owns the database: the schema and its migrations, every SQL statement the
+// engine runs, the one-transaction lease cycle, and the fenced batched writes. Nothing
+// outside this package writes SQL.
+//
+// Ownership of a follower account is a lease on its own trading_accounts row (node_id,
+// lease_until, lease_epoch). A lease cycle releases, renews and claims in one transaction
+// (LeaseCycle); status and ticket-map writes carry node_id and lease_epoch in their WHERE
+// so a node that lost an account cannot overwrite what the new owner wrote.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Options tune the connection pool.
+type Options struct {
+	// MaxConns bounds the pool (default 8).
+	MaxConns int32
+	// IdleInTransactionTimeout ends a session stuck inside a transaction and frees its row
+	// locks (default 10 s), so a hung lease cycle cannot block the cluster.
+	IdleInTransactionTimeout time.Duration
+	// StatementTimeout bounds every statement on the server side (default 30 s); calls
+	// also carry their own context deadlines.
+	StatementTimeout time.Duration
+	// ApplicationName shows in pg_stat_activity (default "copier").
+	ApplicationName string
+}
+
+// ErrBadURL reports a database URL that cannot be parsed.
+var ErrBadURL = errors.New("store: bad database URL")
+
+// Open parses url, applies the session settings and returns a pool. It does not wait for
+// the server: the first query does. A URL that cannot be parsed yields ErrBadURL.
+func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
+	cfg, err := ParseConfig(url, o)
+	if err != nil {
+		return nil, err
+	}
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// ParseConfig validates url and returns the pool configuration Open uses, without
+// connecting. The error never echoes the URL (it may hold a password).
+func ParseConfig(url string, o Options) (*pgxpool.Config, error) {
+	if url == "" {
+		return nil, fmt.Errorf("%w: empty", ErrBadURL)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: expected postgres://user:password@host:port/dbname", ErrBadURL)
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 8
+	}
+	if o.IdleInTransactionTimeout <= 0 {
+		o.IdleInTransactionTimeout = 10 * time.Second
+	}
+	if o.StatementTimeout <= 0 {
+		o.StatementTimeout = 30 * time.Second
+	}
+	if o.ApplicationName == "" {
+		o.ApplicationName = "copier"
+	}
+	cfg.MaxConns = o.MaxConns
+	rp := cfg.ConnConfig.RuntimeParams
+	rp["idle_in_transaction_session_timeout"] = strconv.FormatInt(o.IdleInTransactionTimeout.Milliseconds(), 10)
+	rp["statement_timeout"] = strconv.FormatInt(o.StatementTimeout.Milliseconds(), 10)
+	rp["application_name"] = o.ApplicationName
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	return cfg, nil
+}
