@@ -42,7 +42,16 @@ func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgxpool.NewWithConfig(ctx, cfg)
+	return OpenConfig(ctx, cfg)
+}
+
+// OpenConfig returns a pool for a configuration from ParseConfig.
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return pool, nil
 }
 
 // ParseConfig validates url and returns the pool configuration Open uses, without
@@ -72,6 +81,10 @@ func ParseConfig(url string, o Options) (*pgxpool.Config, error) {
 	rp["idle_in_transaction_session_timeout"] = strconv.FormatInt(o.IdleInTransactionTimeout.Milliseconds(), 10)
 	rp["statement_timeout"] = strconv.FormatInt(o.StatementTimeout.Milliseconds(), 10)
 	rp["application_name"] = o.ApplicationName
+	// Plan every execution with its real parameters. After five runs PostgreSQL may switch
+	// a prepared statement to a generic plan; for the renewal join over unnest() that plan
+	// is a nested loop that took 9.6 s instead of 31 ms at 10,000 owned rows (measured).
+	rp["plan_cache_mode"] = "force_custom_plan"
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}

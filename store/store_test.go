@@ -291,3 +291,18 @@ func TestLeaseUntilUsesDatabaseClock(t *testing.T) {
 		t.Fatalf("lease_until is %.1fs ahead of now(), want about 60s", ahead)
 	}
 }
+
+// The renewal join's generic plan is a nested loop (9.6 s instead of 31 ms at 10,000 owned
+// rows, see BENCHMARKS.md): every pool store opens must plan each execution afresh, and
+// bound its sessions.
+func TestPoolSessionSettings(t *testing.T) {
+	db := storetest.NewDB(t)
+	pool := db.NewPool(t, store.Options{IdleInTransactionTimeout: 7 * time.Second})
+	var mode, idle string
+	if err := pool.QueryRow(ctxT(t), `SELECT current_setting('plan_cache_mode'), current_setting('idle_in_transaction_session_timeout')`).Scan(&mode, &idle); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "force_custom_plan" || idle != "7s" {
+		t.Fatalf("plan_cache_mode %q, idle_in_transaction_session_timeout %q", mode, idle)
+	}
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// newFlagSet returns a flag set for a subcommand that reports errors instead of exiting.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: copierd %s\n\n%s\n\nFlags (environment variable in brackets):\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// envName is the environment equivalent of a flag: --database-url → COPIER_DATABASE_URL.
+func envName(flagName string) string {
+	return "COPIER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseFlags applies environment values to flags not given on the command line, then
+// parses args. It returns exitOK to continue, or the code to exit with (-h prints usage).
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
+	// Document the environment names in the usage text.
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.Contains(f.Usage, "[COPIER_") {
+			f.Usage += " [" + envName(f.Name) + "]"
+		}
+	})
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "copierd %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage, false
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var bad error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || bad != nil {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				bad = fmt.Errorf("%s=%q: %v", envName(f.Name), v, err)
+			}
+		}
+	})
+	if bad != nil {
+		fmt.Fprintf(stderr, "copierd %s: %v\n", fs.Name(), bad)
+		return exitUsage, false
+	}
+	return exitOK, true
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/snapcopier/copier/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// runCLI runs one copierd invocation in-process.
+func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	var out, errb bytes.Buffer
+	code = dispatch(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestMigrateTwiceIsANoOp(t *testing.T) {
+	db := storetest.NewDB(t)
+	if _, err := db.Pool.Exec(context.Background(), `DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, nil, "migrate", "--database-url", db.URL)
+	if code != exitOK || !strings.Contains(out, "applied migrations") {
+		t.Fatalf("first migrate: code %d out %q err %q", code, out, errs)
+	}
+	code, out, errs = runCLI(t, map[string]string{"COPIER_DATABASE_URL": db.URL}, "migrate")
+	if code != exitOK || !strings.Contains(out, "up to date") {
+		t.Fatalf("second migrate: code %d out %q err %q", code, out, errs)
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	cases := []struct {
+		name     string
+		args     []string
+		code     int
+		stderrIn string
+	}{
+		{"no command", nil, exitUsage, ""},
+		{"unknown command", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{"migrate without url", []string{"migrate"}, exitUsage, "--database-url (or COPIER_DATABASE_URL) is required"},
+		{"migrate bad url", []string{"migrate", "--database-url", "::::"}, exitUsage, "bad database URL"},
+		{"migrate unknown flag", []string{"migrate", "--nope"}, exitUsage, "flag provided but not defined"},
+		{"migrate unreachable", []string{"migrate", "--database-url", "postgres://u@127.0.0.1:1/db", "--timeout", "5s"}, exitFailure, "connection refused"},
+		{"migrate stray argument", []string{"migrate", "extra"}, exitUsage, `unexpected argument "extra"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("COPIER_DATABASE_URL", "")
+			code, _, errs := runCLI(t, nil, c.args...)
+			if code != c.code || !strings.Contains(errs, c.stderrIn) {
+				t.Fatalf("code %d stderr %q; want %d containing %q", code, errs, c.code, c.stderrIn)
+			}
+			if strings.Count(strings.TrimSpace(errs), "\n") > 0 && c.stderrIn != "" && c.name != "migrate unknown flag" {
+				t.Fatalf("error is not one line: %q", errs)
+			}
+		})
+	}
+}
+
+func TestHelpListsCommands(t *testing.T) {
+	code, out, _ := runCLI(t, nil, "help")
+	if code != exitOK || !strings.Contains(out, "migrate") {
+		t.Fatalf("help: %d %q", code, out)
+	}
+}

@@ -1,0 +1,150 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/snapcopier/copier/store"
+	"github.com/snapcopier/copier/store/storetest"
+)
+
+func seedB(b *testing.B, pool *pgxpool.Pool, n int) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, login)
+		SELECT g, 'mt5', 'follower', 'login-' || g FROM generate_series(1, $1::bigint) g`, n); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE trading_accounts`); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// hotCounts reads (updates, HOT updates) of trading_accounts after flushing this
+// connection's pending statistics.
+func hotCounts(b *testing.B, pool *pgxpool.Pool) (upd, hot int64) {
+	b.Helper()
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
+		b.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'trading_accounts'`).Scan(&upd, &hot); err != nil {
+		b.Fatal(err)
+	}
+	return upd, hot
+}
+
+// BenchmarkLeaseCycle: one node renewing 1,000 or 10,000 leases in a 100,000-row table.
+// Each iteration runs one full lease cycle and, interleaved so both see the same machine
+// load, one plain UPDATE of the same rows (the floor); it reports both, their ratio, and
+// the share of the cycle's renewals that were HOT updates.
+func BenchmarkLeaseCycle(b *testing.B) {
+	for _, owned := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("owned=%d", owned), func(b *testing.B) {
+			db := storetest.NewDB(b)
+			pool := db.NewPool(b, store.Options{MaxConns: 1})
+			seedB(b, pool, 100_000)
+			ctx := context.Background()
+			req := store.CycleRequest{Node: "bench", Platform: "mt5", Lease: time.Minute, Capacity: owned}
+			res, err := store.LeaseCycle(ctx, pool, req)
+			if err != nil || len(res.Owned) != owned {
+				b.Fatalf("initial claim: %d, %v", len(res.Owned), err)
+			}
+			req.Held = heldOf(res.Owned)
+			var cycleT, plainT time.Duration
+			var cycleUpd, cycleHot int64
+			b.ResetTimer()
+			for b.Loop() {
+				u0, h0 := hotCounts(b, pool)
+				t0 := time.Now()
+				r, err := store.LeaseCycle(ctx, pool, req)
+				cycleT += time.Since(t0)
+				if err != nil || r.Renewed != owned {
+					b.Fatalf("cycle: renewed %d, %v", r.Renewed, err)
+				}
+				u1, h1 := hotCounts(b, pool)
+				cycleUpd += u1 - u0
+				cycleHot += h1 - h0
+				t0 = time.Now()
+				if _, err := pool.Exec(ctx, `UPDATE trading_accounts SET lease_until = now() + interval '60 seconds' WHERE node_id = 'bench'`); err != nil {
+					b.Fatal(err)
+				}
+				plainT += time.Since(t0)
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(cycleT.Microseconds())/n/1000, "cycle-ms")
+			b.ReportMetric(float64(plainT.Microseconds())/n/1000, "plain-update-ms")
+			b.ReportMetric(float64(cycleT)/float64(plainT), "cycle/plain")
+			if cycleUpd > 0 {
+				b.ReportMetric(100*float64(cycleHot)/float64(cycleUpd), "hot-%")
+			}
+		})
+	}
+}
+
+// BenchmarkClaimThroughput: K nodes race to claim 20,000 free followers, 500 per cycle
+// each, until none is left; reports rows claimed per second in total.
+func BenchmarkClaimThroughput(b *testing.B) {
+	const rows, batch = 20_000, 500
+	for _, nodes := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			db := storetest.NewDB(b)
+			seedB(b, db.Pool, rows)
+			pools := make([]*pgxpool.Pool, nodes)
+			for i := range pools {
+				pools[i] = db.NewPool(b, store.Options{MaxConns: 1})
+			}
+			ctx := context.Background()
+			var elapsed time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				if _, err := db.Pool.Exec(ctx, `UPDATE trading_accounts SET node_id = NULL, lease_until = NULL`); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				t0 := time.Now()
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				claimed := 0
+				for i, p := range pools {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							r, err := store.LeaseCycle(ctx, p, store.CycleRequest{Node: fmt.Sprintf("n%d", i), Platform: "mt5", Lease: time.Minute, Capacity: batch})
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							mu.Lock()
+							claimed += r.Claimed
+							mu.Unlock()
+							if r.Claimed == 0 {
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				elapsed += time.Since(t0)
+				if claimed != rows {
+					b.Fatalf("claimed %d rows, want %d", claimed, rows)
+				}
+			}
+			b.ReportMetric(float64(rows*b.N)/elapsed.Seconds(), "rows/s")
+		})
+	}
+}
