@@ -69,7 +69,7 @@ type TicketRow struct {
 	LinkID         int64
 	MasterTicket   int64
 	FollowerTicket int64
-	Volume         float64   // master volume the copy is sized for
+	Volume         float64   // copy ratio: follower lots per master lot
 	ClosedAt       time.Time // zero: open
 }
 
@@ -78,8 +78,8 @@ type TicketRow struct {
 // so a concurrent claim either commits first (and the row is refused) or waits.
 func UpsertTicketsFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []TicketRow) (FencedResult, error) {
 	// One statement may not upsert one key twice: the last write of a key wins.
-	rows = lastPerKey(rows, func(r TicketRow) [4]int64 {
-		return [4]int64{r.FollowerID, r.LinkID, r.MasterTicket, r.FollowerTicket}
+	rows = lastPerKey(rows, func(r TicketRow) [3]int64 {
+		return [3]int64{r.FollowerID, r.LinkID, r.MasterTicket}
 	})
 	if len(rows) == 0 {
 		return FencedResult{}, nil
@@ -103,8 +103,8 @@ func UpsertTicketsFenced(ctx context.Context, pool *pgxpool.Pool, node string, r
 		JOIN trading_accounts t ON t.id = s.follower_id AND t.node_id = $1 AND t.lease_epoch = s.epoch
 		JOIN copy_links l ON l.id = s.link_id AND l.follower_id = s.follower_id
 		FOR SHARE OF t
-		ON CONFLICT (follower_id, link_id, master_ticket, follower_ticket) DO UPDATE
-		SET volume = excluded.volume, closed_at = excluded.closed_at, lease_epoch = excluded.lease_epoch, updated_at = now()`,
+		ON CONFLICT (follower_id, link_id, master_ticket) DO UPDATE
+		SET follower_ticket = excluded.follower_ticket, volume = excluded.volume, closed_at = excluded.closed_at, lease_epoch = excluded.lease_epoch, updated_at = now()`,
 		node, fids, epochs, links, mts, fts, vols, closed)
 	if err != nil {
 		return FencedResult{}, fmt.Errorf("store: upsert tickets: %w", err)

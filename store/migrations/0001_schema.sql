@@ -49,18 +49,19 @@ CREATE TABLE copy_links (
 CREATE INDEX copy_links_follower_idx ON copy_links (follower_id);
 CREATE INDEX copy_links_master_idx ON copy_links (master_id);
 
--- The ticket map: which follower position copies which master position through which link.
+-- The ticket map: which follower position copies which master position through which link
+-- (one row per link and master position; re-pointed when the copy changes).
 CREATE TABLE copy_positions (
     follower_id     bigint           NOT NULL REFERENCES trading_accounts (id),
     link_id         bigint           NOT NULL REFERENCES copy_links (id) ON DELETE CASCADE,
     master_ticket   bigint           NOT NULL,
     follower_ticket bigint           NOT NULL,
-    volume          double precision NOT NULL, -- master volume the copy was sized for
+    volume          double precision NOT NULL, -- copy ratio: follower lots per master lot
     opened_at       timestamptz      NOT NULL DEFAULT now(),
     closed_at       timestamptz,
     lease_epoch     bigint           NOT NULL, -- epoch of the writer
     updated_at      timestamptz      NOT NULL DEFAULT now(),
-    PRIMARY KEY (follower_id, link_id, master_ticket, follower_ticket)
+    PRIMARY KEY (follower_id, link_id, master_ticket)
 );
 CREATE INDEX copy_positions_open_idx ON copy_positions (follower_id) WHERE closed_at IS NULL;
 

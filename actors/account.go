@@ -1,0 +1,445 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/leasekeeper"
+	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/store"
+)
+
+// Reconcile causes, for logs and metrics.
+const (
+	causeStart    = "start"
+	causeGap      = "gap"
+	causeEpoch    = "unknown_epoch"
+	causeRestart  = "feed_restart"
+	causeGate     = "gate_reopened"
+	causeUnknown  = "unknown_outcome"
+	causePeriodic = "periodic"
+	causeConfig   = "config"
+	causeAgain    = "again"
+)
+
+// linkState is one enabled link of the follower.
+type linkState struct {
+	row  store.Link
+	link reconcile.Link
+}
+
+// masterView is what a follower knows of one master: its feed position and its last
+// fetched state, kept current by the feed's events.
+type masterView struct {
+	account        store.Account
+	session        broker.Session
+	known          bool // epoch/seq below are meaningful
+	expectNewEpoch bool // the feed restarted: seq 1 of a new epoch is in order
+	epoch, seq     int64
+	state          reconcile.AccountState
+	fetched        bool
+}
+
+// loaded carries the result of loading configuration and connecting, done off the mailbox.
+type loaded struct {
+	cfg     store.FollowerConfig
+	tickets []store.TicketRow
+	session broker.Session
+	err     error
+}
+
+type retryLoad struct{}
+
+// accountActor copies its masters' trades to one follower account.
+type accountActor struct {
+	e     *engine
+	id    int64
+	epoch int64
+	gate  *leasekeeper.Gate
+	board *accountBoard
+
+	version  int64
+	session  broker.Session
+	links    []linkState
+	masters  map[int64]*masterView
+	follower reconcile.AccountState
+	fetched  bool                                         // follower state came from a reconcile
+	tickets  map[int64]map[int64]reconcile.TicketMapEntry // link → master ticket → entry
+
+	loading     bool
+	loadFails   int
+	reconciling bool
+	again       bool
+	dirty       bool // a reconcile is due
+	lastRecon   time.Time
+	stopped     bool
+}
+
+func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate) actor.Producer {
+	return func() actor.Actor {
+		return &accountActor{e: e, id: id, epoch: epoch, gate: gate, board: e.board.get(id), masters: map[int64]*masterView{}}
+	}
+}
+
+// Receive implements actor.Actor. A panic is recorded in the status before it propagates:
+// the Supervisor then restarts the account with backoff.
+func (a *accountActor) Receive(ctx actor.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.e.metrics.Crashes.Add(1)
+			a.board.update(func(s *AccountStatus) {
+				s.Phase, s.Crashes, s.LastError = PhaseFailed, s.Crashes+1, fmt.Sprintf("crashed: %v", r)
+			})
+			a.e.log.Error().Int64("account", a.id).Int64("epoch", a.epoch).Interface("panic", r).Msg("account actor crashed")
+			panic(r)
+		}
+	}()
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.board.update(func(s *AccountStatus) { s.Epoch, s.Phase = a.epoch, PhaseStarting })
+		a.dirty = true
+		a.load(ctx)
+	case *actor.Stopping:
+		a.stop(ctx)
+	case retryLoad:
+		a.load(ctx)
+	case loaded:
+		a.onLoaded(ctx, m)
+	case configChanged:
+		if m.version != a.version {
+			a.dirty = true
+			a.load(ctx)
+		}
+	case masterSession:
+		a.onMasterSession(ctx, m)
+	case *masterEvent:
+		a.onEvent(ctx, m)
+	case reconcile.Response:
+		a.onReconciled(ctx, m)
+	case accountTick:
+		a.onTick(ctx)
+	}
+}
+
+// load reads the configuration and connects the follower's session off the mailbox.
+func (a *accountActor) load(ctx actor.Context) {
+	if a.loading || a.stopped {
+		return
+	}
+	a.loading = true
+	self, root, e, id, old := ctx.Self(), ctx.ActorSystem().Root, a.e, a.id, a.session
+	go func() {
+		lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var m loaded
+		m.cfg, m.err = store.LoadFollowerConfig(lctx, e.pool, id)
+		if m.err == nil {
+			m.tickets, m.err = store.OpenTickets(lctx, e.pool, id)
+		}
+		if m.err == nil && old == nil {
+			m.session, m.err = e.connect(lctx, m.cfg.Account)
+		}
+		root.Send(self, m)
+	}()
+}
+
+func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
+	a.loading = false
+	if m.err != nil {
+		a.loadFails++
+		a.board.update(func(s *AccountStatus) { s.Phase, s.LastError = PhaseFailed, m.err.Error() })
+		a.e.log.Warn().Err(m.err).Int64("account", a.id).Msg("account load failed; retrying")
+		a.status(ctx)
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(backoff(a.loadFails, 500*time.Millisecond, 30*time.Second), func() { root.Send(self, retryLoad{}) })
+		return
+	}
+	if a.stopped {
+		if m.session != nil {
+			_ = m.session.Close()
+		}
+		return
+	}
+	a.loadFails = 0
+	if m.session != nil {
+		a.session = m.session
+	}
+	if a.version != 0 && a.version != m.cfg.ConfigVersion {
+		a.e.metrics.ReconcilesConfig.Add(1)
+	}
+	a.version = m.cfg.ConfigVersion
+	a.links = a.links[:0]
+	masters := map[int64]store.Account{}
+	for _, l := range m.cfg.Links {
+		master, ok := m.cfg.Masters[l.MasterID]
+		if !ok {
+			continue // master switched off: its copies stay as they are
+		}
+		settings, err := reconcile.ParseSettings(l.Settings)
+		if err != nil {
+			a.board.update(func(s *AccountStatus) { s.LastError = fmt.Sprintf("link %d: %v", l.ID, err) })
+			continue
+		}
+		a.links = append(a.links, linkState{row: l, link: reconcile.Link{ID: l.ID, Magic: l.Magic, Settings: settings}})
+		masters[l.MasterID] = master
+	}
+	for id := range a.masters {
+		if _, ok := masters[id]; !ok {
+			delete(a.masters, id)
+		}
+	}
+	for id, acc := range masters {
+		if _, ok := a.masters[id]; !ok {
+			a.masters[id] = &masterView{account: acc}
+		}
+	}
+	a.tickets = map[int64]map[int64]reconcile.TicketMapEntry{}
+	for _, t := range m.tickets {
+		a.ticketsOf(t.LinkID)[t.MasterTicket] = reconcile.TicketMapEntry{LinkID: t.LinkID, MasterTicket: t.MasterTicket, FollowerTicket: t.FollowerTicket, Volume: t.Volume}
+	}
+	ctx.Send(a.e.supervisor, followMasters{accountID: a.id, pid: ctx.Self(), masters: masters})
+	a.dirty = true
+	a.maybeReconcile(ctx, causeStart)
+}
+
+func (a *accountActor) ticketsOf(link int64) map[int64]reconcile.TicketMapEntry {
+	m := a.tickets[link]
+	if m == nil {
+		m = map[int64]reconcile.TicketMapEntry{}
+		a.tickets[link] = m
+	}
+	return m
+}
+
+func (a *accountActor) onMasterSession(ctx actor.Context, m masterSession) {
+	mv := a.masters[m.masterID]
+	if mv == nil {
+		return
+	}
+	mv.session = m.session
+	if m.restarted {
+		mv.known, mv.expectNewEpoch = false, true
+		a.dirty = true
+		a.maybeReconcile(ctx, causeRestart)
+		return
+	}
+	if m.epoch != 0 {
+		mv.known, mv.epoch, mv.seq = true, m.epoch, m.seq
+	} else {
+		mv.known, mv.expectNewEpoch = false, true
+	}
+	a.maybeReconcile(ctx, causeStart)
+}
+
+// onEvent applies an in-order event at once; anything else marks the account dirty.
+func (a *accountActor) onEvent(ctx actor.Context, m *masterEvent) {
+	mv := a.masters[m.masterID]
+	if mv == nil || a.stopped {
+		return
+	}
+	ev := m.event
+	cause := ""
+	switch {
+	case mv.known && ev.Epoch == mv.epoch && ev.Seq == mv.seq+1:
+	case mv.known && ev.Epoch == mv.epoch && ev.Seq <= mv.seq:
+		return // already seen
+	case !mv.known && mv.expectNewEpoch && ev.Seq == 1:
+	case mv.known && ev.Epoch == mv.epoch:
+		cause = causeGap
+	default:
+		cause = causeEpoch
+	}
+	mv.known, mv.expectNewEpoch, mv.epoch, mv.seq = true, false, ev.Epoch, ev.Seq
+	if cause != "" {
+		a.dirty = true
+		a.maybeReconcile(ctx, cause)
+		return
+	}
+	if a.reconciling {
+		a.again = true // the running reconcile may predate this event
+		return
+	}
+	if a.dirty || !a.fetched || !mv.fetched {
+		a.maybeReconcile(ctx, causeGap)
+		return
+	}
+	applyEvent(&mv.state, ev)
+	for _, l := range a.links {
+		if l.row.MasterID != m.masterID {
+			continue
+		}
+		res := reconcile.PlanEvent(ev, a.input(l, mv))
+		if !a.execute(ctx, l, res, ev.ServerTime) {
+			break
+		}
+	}
+}
+
+// applyEvent keeps a master's cached positions in step with its feed.
+func applyEvent(st *reconcile.AccountState, ev broker.Event) {
+	p := ev.Position
+	for i := range st.Positions {
+		if st.Positions[i].Ticket == p.Ticket {
+			if ev.Kind == broker.Closed {
+				st.Positions = append(st.Positions[:i], st.Positions[i+1:]...)
+			} else {
+				st.Positions[i] = p
+			}
+			return
+		}
+	}
+	if ev.Kind != broker.Closed {
+		st.Positions = append(st.Positions, p)
+	}
+}
+
+func (a *accountActor) input(l linkState, mv *masterView) reconcile.Input {
+	tm := make([]reconcile.TicketMapEntry, 0, len(a.tickets[l.row.ID]))
+	for _, t := range a.tickets[l.row.ID] {
+		tm = append(tm, t)
+	}
+	return reconcile.Input{Master: mv.state, Follower: a.follower, Link: l.link, TicketMap: tm, Now: a.e.now()}
+}
+
+// maybeReconcile asks the Reconciler for a plan when the account is dirty, loaded, all its
+// masters are connected, and its gate is open (a closed gate would drop the plan anyway).
+func (a *accountActor) maybeReconcile(ctx actor.Context, cause string) {
+	if a.stopped || a.loading || a.session == nil || !a.dirty {
+		return
+	}
+	if a.reconciling {
+		a.again = true
+		return
+	}
+	if !a.gate.HoldsLease() {
+		a.board.update(func(s *AccountStatus) { s.Phase = PhaseDirty })
+		return // the next accountTick after a renewal retries
+	}
+	req := reconcile.Request{AccountID: a.id, Follower: a.session, Masters: map[int64]broker.Session{}, Cause: cause, ReplyTo: ctx.Self()}
+	for id, mv := range a.masters {
+		if mv.session == nil {
+			return // wait for the feed to connect; masterSession retries
+		}
+		req.Masters[id] = mv.session
+	}
+	for _, l := range a.links {
+		tm := make([]reconcile.TicketMapEntry, 0, len(a.tickets[l.row.ID]))
+		for _, t := range a.tickets[l.row.ID] {
+			tm = append(tm, t)
+		}
+		req.Links = append(req.Links, reconcile.LinkRequest{MasterID: l.row.MasterID, Link: l.link, TicketMap: tm})
+	}
+	a.countReconcile(cause)
+	a.reconciling, a.again, a.dirty = true, false, false
+	a.board.update(func(s *AccountStatus) { s.Phase, s.Reconciles = PhaseReconciling, s.Reconciles+1 })
+	ctx.Send(a.e.reconciler, req)
+}
+
+func (a *accountActor) countReconcile(cause string) {
+	m := a.e.metrics
+	switch cause {
+	case causeGap, causeAgain:
+		m.ReconcilesGap.Add(1)
+	case causeEpoch, causeRestart:
+		m.ReconcilesRestart.Add(1)
+	case causeStart:
+		m.ReconcilesStart.Add(1)
+	case causeGate:
+		m.ReconcilesGate.Add(1)
+	case causeUnknown:
+		m.ReconcilesUnknown.Add(1)
+	case causePeriodic:
+		m.ReconcilesPeriodic.Add(1)
+	case causeConfig:
+		m.ReconcilesConfig.Add(1)
+	}
+	a.e.log.Debug().Int64("account", a.id).Int64("epoch", a.epoch).Str("cause", cause).Msg("reconcile")
+}
+
+func (a *accountActor) onReconciled(ctx actor.Context, r reconcile.Response) {
+	a.reconciling = false
+	a.lastRecon = a.e.now()
+	if a.stopped {
+		return
+	}
+	if r.Err != nil {
+		a.dirty = true
+		a.board.update(func(s *AccountStatus) { s.Phase, s.LastError = PhaseDirty, r.Err.Error() })
+		a.e.log.Warn().Err(r.Err).Int64("account", a.id).Msg("reconcile failed")
+		a.status(ctx)
+		return
+	}
+	a.follower, a.fetched = r.Follower, true
+	for id, st := range r.Masters {
+		if mv := a.masters[id]; mv != nil {
+			mv.state, mv.fetched = st, true
+		}
+	}
+	a.board.update(func(s *AccountStatus) {
+		s.Balance, s.Equity, s.Positions = r.Follower.Info.Balance, r.Follower.Info.Equity, len(r.Follower.Positions)
+	})
+	ok := true
+	for _, l := range a.links {
+		res, found := r.Plans[l.row.ID]
+		if !found {
+			continue
+		}
+		if !a.execute(ctx, l, res, time.Time{}) {
+			ok = false
+			break
+		}
+	}
+	if ok && !a.dirty {
+		a.board.update(func(s *AccountStatus) { s.Phase = PhaseCopying })
+	}
+	a.status(ctx)
+	if a.again {
+		a.dirty = true
+		a.maybeReconcile(ctx, causeAgain)
+	}
+}
+
+func (a *accountActor) onTick(ctx actor.Context) {
+	if a.loading || a.session == nil {
+		return
+	}
+	if a.dirty && a.gate.HoldsLease() {
+		a.maybeReconcile(ctx, causeGate)
+		return
+	}
+	if every := a.e.cfg.ReconcileEvery; every > 0 && a.e.now().Sub(a.lastRecon) >= every {
+		a.dirty = true
+		a.maybeReconcile(ctx, causePeriodic)
+	}
+}
+
+// status queues this account's status for the StatusWriter.
+func (a *accountActor) status(ctx actor.Context) {
+	s := a.board.snapshot()
+	ctx.Send(a.e.writer, statusUpdate{row: store.AccountStatus{
+		ID: a.id, Epoch: a.epoch, Status: s.Phase.String(), LastError: s.LastError,
+		Balance: s.Balance, Equity: s.Equity, At: time.Now(), LastCopyAt: s.LastCopy,
+	}})
+}
+
+func (a *accountActor) stop(ctx actor.Context) {
+	a.stopped = true
+	ctx.Send(a.e.supervisor, followMasters{accountID: a.id, pid: ctx.Self()})
+	if a.session != nil {
+		_ = a.session.Close()
+		a.session = nil
+	}
+}
+
+// backoff is min(base·2^(n−1), max).
+func backoff(n int, base, max time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}

@@ -1,0 +1,245 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/store"
+)
+
+// retryable errors are retried this many times in all, with growing pauses.
+const maxAttempts = 3
+
+// execute carries out one plan for one link: ticket-map changes, then each action, gated.
+// It returns false when it stopped early (gate closed, unknown outcome, lost account);
+// the account is then dirty and the rest waits for the next reconcile.
+func (a *accountActor) execute(ctx actor.Context, l linkState, res reconcile.Result, eventTime time.Time) bool {
+	now := time.Now()
+	var rows []store.TicketRow
+	for _, t := range res.Track {
+		rows = append(rows, a.track(t))
+	}
+	for _, t := range res.Untrack {
+		rows = append(rows, a.untrack(t, now))
+	}
+	defer func() {
+		if len(rows) > 0 {
+			ctx.Send(a.e.writer, ticketUpdate{rows: rows})
+		}
+	}()
+	for _, act := range res.Actions {
+		result, err := a.send(act)
+		if errors.Is(err, errGateClosed) {
+			return false
+		}
+		entry := JournalEntry{Time: now, Action: act.String(), MasterTicket: act.MasterTicket, Ticket: result.Ticket, Result: "ok"}
+		if err != nil {
+			entry.Result = errorClassName(err)
+			a.board.journal(entry)
+			if !a.onOrderError(act, err) {
+				return false
+			}
+			continue
+		}
+		if !eventTime.IsZero() && !result.ServerTime.IsZero() {
+			entry.Latency = result.ServerTime.Sub(eventTime)
+			a.e.metrics.latency.observe(entry.Latency)
+		}
+		a.board.journal(entry)
+		a.board.update(func(s *AccountStatus) {
+			s.LastCopy = now
+			if entry.Latency > 0 {
+				s.LastLag = entry.Latency
+			}
+		})
+		rows = append(rows, a.applyResult(l, act, result)...)
+	}
+	if a.follower.Info.Mode == broker.Netting && len(res.Actions) > 0 {
+		a.refreshFollower()
+	}
+	return true
+}
+
+var errGateClosed = errors.New("lease gate closed")
+
+// send checks the gate immediately before every attempt, then sends the order with the
+// lease epoch and a fresh request id. Retryable errors are retried with growing pauses.
+func (a *accountActor) send(act reconcile.Action) (broker.OrderResult, error) {
+	var err error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		if attempt > 1 {
+			time.Sleep(backoff(attempt-1, 50*time.Millisecond, time.Second))
+		}
+		if !a.gate.HoldsLease() || a.e.halted.Load() {
+			// Cut off from the database long enough that another node may own this account:
+			// sending could duplicate its copies. The reconcile after the next renewal (or
+			// on the new owner) catches up.
+			a.dirty = true
+			a.e.metrics.DroppedWork.Add(1)
+			a.board.update(func(s *AccountStatus) { s.Phase, s.Dropped = PhaseDirty, s.Dropped+1 })
+			a.board.journal(JournalEntry{Time: time.Now(), Action: act.String(), MasterTicket: act.MasterTicket, Result: "dropped"})
+			a.e.log.Warn().Int64("account", a.id).Int64("epoch", a.epoch).Str("dropped", act.String()).Msg("lease not confirmed, order not sent")
+			return broker.OrderResult{}, errGateClosed
+		}
+		order := broker.Order{RequestID: uuid.New(), Token: a.epoch, Node: a.e.cfg.NodeID}
+		var res broker.OrderResult
+		res, err = a.call(act, order)
+		if err == nil {
+			a.e.metrics.OrdersOK.Add(1)
+			return res, nil
+		}
+		if !errors.Is(err, broker.ErrRetryable) {
+			break
+		}
+		a.e.metrics.OrdersRetryable.Add(1)
+	}
+	return broker.OrderResult{}, err
+}
+
+func (a *accountActor) call(act reconcile.Action, o broker.Order) (broker.OrderResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.e.cfg.OrderTimeout)
+	defer cancel()
+	switch act.Kind {
+	case reconcile.Open:
+		return a.session.Open(ctx, act.OpenRequest(o))
+	case reconcile.Close, reconcile.PartialClose:
+		return a.session.ClosePosition(ctx, act.CloseRequest(o))
+	case reconcile.Modify:
+		return a.session.Modify(ctx, act.ModifyRequest(o))
+	}
+	return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "unknown action %v", act.Kind)
+}
+
+// onOrderError records a failed order; it returns true when the plan may go on.
+func (a *accountActor) onOrderError(act reconcile.Action, err error) bool {
+	m := a.e.metrics
+	log := a.e.log.Warn().Err(err).Int64("account", a.id).Int64("epoch", a.epoch).Str("action", act.String())
+	a.board.update(func(s *AccountStatus) { s.LastError = err.Error() })
+	switch {
+	case errors.Is(err, broker.ErrFenced):
+		// The server has seen a newer token: another node owns this account now.
+		m.OrdersFenced.Add(1)
+		a.gate.Revoke()
+		log.Msg("order rejected: fencing token is stale; account lost")
+		return false
+	case errors.Is(err, broker.ErrPermanent):
+		m.OrdersPermanent.Add(1)
+		log.Msg("order rejected permanently")
+		return true
+	case errors.Is(err, broker.ErrRetryable):
+		a.dirty = true
+		log.Msg("order still refused after retries; reconcile later")
+		return true
+	case errors.Is(err, broker.ErrUnknownOutcome):
+		// Never resend blindly: the order may have executed. Reconcile first.
+		m.OrdersUnknown.Add(1)
+		a.dirty = true
+		a.again = true
+		log.Msg("order outcome unknown; reconciling")
+		return false
+	default: // market closed, disconnected, unclassified
+		m.OrdersOther.Add(1)
+		a.dirty = true
+		log.Msg("order failed; reconcile later")
+		return false
+	}
+}
+
+// applyResult keeps the cached follower state and the ticket map in step with an executed
+// action, and returns the ticket-map rows to write.
+func (a *accountActor) applyResult(l linkState, act reconcile.Action, r broker.OrderResult) []store.TicketRow {
+	ticket := act.FollowerTicket
+	if act.Kind == reconcile.Open && r.Ticket != 0 {
+		ticket = r.Ticket
+	}
+	ps := a.follower.Positions
+	switch act.Kind {
+	case reconcile.Open:
+		if a.follower.Info.Mode != broker.Netting {
+			a.follower.Positions = append(ps, broker.Position{Ticket: ticket, Symbol: act.Symbol, Side: act.Side, Volume: r.Volume,
+				OpenPrice: r.Price, SL: act.SL, TP: act.TP, Magic: act.Magic, Comment: act.Comment, OpenTime: r.ServerTime})
+		}
+	case reconcile.Close:
+		for i := range ps {
+			if ps[i].Ticket == act.FollowerTicket {
+				a.follower.Positions = append(ps[:i], ps[i+1:]...)
+				break
+			}
+		}
+	case reconcile.PartialClose:
+		for i := range ps {
+			if ps[i].Ticket == act.FollowerTicket {
+				ps[i].Volume = roundLots(ps[i].Volume - act.Volume)
+			}
+		}
+	case reconcile.Modify:
+		for i := range ps {
+			if ps[i].Ticket == act.FollowerTicket {
+				ps[i].SL, ps[i].TP = act.SL, act.TP
+			}
+		}
+	}
+	var rows []store.TicketRow
+	for _, t := range act.Track {
+		rows = append(rows, a.track(t.Entry(l.row.ID, ticket)))
+	}
+	return rows
+}
+
+func (a *accountActor) track(t reconcile.TicketMapEntry) store.TicketRow {
+	a.ticketsOf(t.LinkID)[t.MasterTicket] = t
+	return store.TicketRow{FollowerID: a.id, Epoch: a.epoch, LinkID: t.LinkID, MasterTicket: t.MasterTicket, FollowerTicket: t.FollowerTicket, Volume: t.Volume}
+}
+
+func (a *accountActor) untrack(t reconcile.TicketMapEntry, at time.Time) store.TicketRow {
+	delete(a.ticketsOf(t.LinkID), t.MasterTicket)
+	return store.TicketRow{FollowerID: a.id, Epoch: a.epoch, LinkID: t.LinkID, MasterTicket: t.MasterTicket, FollowerTicket: t.FollowerTicket, Volume: t.Volume, ClosedAt: at}
+}
+
+// refreshFollower re-reads positions after orders on a netting account, where merges and
+// reversals are the server's to compute.
+func (a *accountActor) refreshFollower() {
+	ctx, cancel := context.WithTimeout(context.Background(), a.e.cfg.OrderTimeout)
+	defer cancel()
+	ps, err := a.session.Positions(ctx)
+	if err != nil {
+		a.dirty = true
+		return
+	}
+	a.follower.Positions = ps
+}
+
+func roundLots(v float64) float64 {
+	const q = 1e8
+	if v < 0 {
+		return 0
+	}
+	return float64(int64(v*q+0.5)) / q
+}
+
+func errorClassName(err error) string {
+	if errors.Is(err, errGateClosed) {
+		return "dropped"
+	}
+	switch broker.ClassOf(err) {
+	case broker.ErrRetryable:
+		return "retryable"
+	case broker.ErrUnknownOutcome:
+		return "unknown_outcome"
+	case broker.ErrPermanent:
+		return "permanent"
+	case broker.ErrMarketClosed:
+		return "market_closed"
+	case broker.ErrDisconnected:
+		return "disconnected"
+	case broker.ErrFenced:
+		return "fenced"
+	}
+	return "error"
+}

@@ -1,0 +1,228 @@
+package actors_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/leasekeeper"
+	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/store"
+	"github.com/snapcopier/copier/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// shortLease is the test timing: lease 3 s, fence 1 s, a cycle every 300 ms.
+var shortLease = leasekeeper.Config{Lease: 3 * time.Second, Fence: time.Second, Interval: 300 * time.Millisecond}
+
+// cluster is a test deployment: one database, one simulator, masters, followers and nodes.
+type cluster struct {
+	t         *testing.T
+	db        *storetest.DB
+	sim       *sim.Server
+	masters   []int64
+	followers []int64
+	nodes     map[string]*actors.Node
+}
+
+func newCluster(t *testing.T, masters, followers int) *cluster {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
+	c := &cluster{t: t, db: storetest.NewDB(t), nodes: map[string]*actors.Node{}}
+	c.sim = sim.New(sim.Config{Seed: 7, AutoProvision: true, DefaultAccount: broker.AccountSpec{
+		Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging,
+	}})
+	ctx := context.Background()
+	settings, _ := json.Marshal(reconcile.DefaultSettings())
+	for i := 1; i <= masters; i++ {
+		id := int64(i)
+		c.masters = append(c.masters, id)
+		must(t, store.CreateAccount(ctx, c.db.Pool, store.Account{ID: id, Platform: "sim", Role: store.RoleMaster, Enabled: true, Login: fmt.Sprintf("m%d", id)}))
+		must(t, c.sim.Provision(ctx, broker.AccountSpec{Login: fmt.Sprintf("m%d", id), Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging}))
+	}
+	for i := 1; i <= followers; i++ {
+		id := int64(1000 + i)
+		c.followers = append(c.followers, id)
+		must(t, store.CreateAccount(ctx, c.db.Pool, store.Account{ID: id, Platform: "sim", Role: store.RoleFollower, Enabled: true, Login: fmt.Sprintf("f%d", id)}))
+		must(t, c.sim.Provision(ctx, broker.AccountSpec{Login: fmt.Sprintf("f%d", id), Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging}))
+		master := c.masters[i%masters]
+		_, err := store.CreateLink(ctx, c.db.Pool, store.Link{MasterID: master, FollowerID: id, Enabled: true, Magic: 7000 + master, Settings: settings})
+		must(t, err)
+	}
+	return c
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *cluster) start(name string, capacity int, pool *pgxpool.Pool) *actors.Node {
+	c.t.Helper()
+	if pool == nil {
+		pool = c.db.NewPool(c.t, store.Options{})
+	}
+	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.ErrorLevel)
+	n, err := actors.Start(context.Background(), actors.Config{
+		NodeID: name, Platform: "sim", Capacity: capacity, Lease: shortLease, ReconcileEvery: -1,
+	}, actors.Deps{Pool: pool, Broker: c.sim, Logger: log})
+	must(c.t, err)
+	c.nodes[name] = n
+	c.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = n.Stop(ctx)
+	})
+	return n
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func (c *cluster) eventually(what string, within time.Duration, cond func() (bool, string)) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		last = detail
+		<-tick.C
+	}
+	c.t.Fatalf("%s: not reached within %v: %s", what, within, last)
+}
+
+// owners maps follower → node id from the database.
+func (c *cluster) owners() map[int64]store.LeaseRow {
+	rows, err := store.Leases(context.Background(), c.db.Pool, nil)
+	must(c.t, err)
+	out := map[int64]store.LeaseRow{}
+	for _, r := range rows {
+		out[r.ID] = r
+	}
+	return out
+}
+
+func (c *cluster) allOwned(by ...string) func() (bool, string) {
+	allowed := map[string]bool{}
+	for _, b := range by {
+		allowed[b] = true
+	}
+	return func() (bool, string) {
+		free := 0
+		for _, r := range c.owners() {
+			if r.NodeID == "" || r.LeaseUntil.IsZero() || (len(allowed) > 0 && !allowed[r.NodeID]) {
+				free++
+			}
+		}
+		return free == 0, fmt.Sprintf("%d followers not owned by %v", free, by)
+	}
+}
+
+// converged checks every follower against its master: exactly one copy (by magic and
+// marker) of each open master position, with the master's volume, SL and TP, and no copy
+// of a closed one.
+func (c *cluster) converged() (bool, string) {
+	ctx := context.Background()
+	masterPos := map[int64]map[int64]broker.Position{}
+	for _, m := range c.masters {
+		ps, err := c.sim.AccountPositions(ctx, fmt.Sprintf("m%d", m))
+		must(c.t, err)
+		masterPos[m] = map[int64]broker.Position{}
+		for _, p := range ps {
+			masterPos[m][p.Ticket] = p
+		}
+	}
+	for i, f := range c.followers {
+		master := c.masters[(i+1)%len(c.masters)]
+		ps, err := c.sim.AccountPositions(ctx, fmt.Sprintf("f%d", f))
+		must(c.t, err)
+		copies := map[int64]int{}
+		for _, p := range ps {
+			mt, ok := reconcile.ParseMarker(p.Comment)
+			if !ok || p.Magic != 7000+master {
+				return false, fmt.Sprintf("follower %d: unexpected position %+v", f, p)
+			}
+			copies[mt]++
+			mp, open := masterPos[master][mt]
+			if !open {
+				return false, fmt.Sprintf("follower %d: copy of closed master ticket %d", f, mt)
+			}
+			if p.Volume != mp.Volume || p.SL != mp.SL || p.TP != mp.TP || p.Side != mp.Side {
+				return false, fmt.Sprintf("follower %d: copy %+v of %+v", f, p, mp)
+			}
+		}
+		for t := range masterPos[master] {
+			if copies[t] != 1 {
+				return false, fmt.Sprintf("follower %d: %d copies of master ticket %d", f, copies[t], t)
+			}
+		}
+	}
+	return true, ""
+}
+
+// duplicateOpens counts executed follower opens of one master ticket beyond the first.
+func (c *cluster) duplicateOpens() []string {
+	log, err := c.sim.OrderLog(context.Background(), 0, 0)
+	must(c.t, err)
+	seen := map[string]int{}
+	var dups []string
+	for _, e := range log {
+		if e.Master || e.Op != broker.OpOpen || !e.Executed || !strings.HasPrefix(e.Login, "f") {
+			continue
+		}
+		k := e.Login + "/" + e.Comment
+		seen[k]++
+		if seen[k] == 2 {
+			dups = append(dups, k)
+		}
+	}
+	return dups
+}
+
+func (c *cluster) masterOpen(master int64, symbol string, side broker.Side, vol, sl, tp float64) broker.Position {
+	c.t.Helper()
+	p, err := c.sim.MasterOpen(context.Background(), fmt.Sprintf("m%d", master), broker.MasterOpenRequest{Symbol: symbol, Side: side, Volume: vol, SL: sl, TP: tp, Magic: 1})
+	must(c.t, err)
+	return p
+}
+
+func TestCopyingEndToEnd(t *testing.T) {
+	c := newCluster(t, 2, 200)
+	for i := 1; i <= 3; i++ {
+		c.start(fmt.Sprintf("n%d", i), 100, nil)
+	}
+	c.eventually("all followers owned", 30*time.Second, c.allOwned())
+	ctx := context.Background()
+	a := c.masterOpen(1, "EURUSD", broker.Buy, 1.0, 0, 0)
+	b := c.masterOpen(2, "GBPUSD", broker.Sell, 0.5, 0, 0)
+	d := c.masterOpen(2, "USDJPY", broker.Buy, 0.3, 0, 0)
+	c.eventually("opens copied", 30*time.Second, c.converged)
+
+	_, err := c.sim.MasterModify(ctx, "m1", a.Ticket, roundPrice(a.OpenPrice*0.99), roundPrice(a.OpenPrice*1.01))
+	must(t, err)
+	must(t, c.sim.MasterClose(ctx, "m2", b.Ticket, 0.2))
+	must(t, c.sim.MasterClose(ctx, "m2", d.Ticket, 0))
+	c.eventually("modify, partial close and close copied", 30*time.Second, c.converged)
+	if dups := c.duplicateOpens(); len(dups) > 0 {
+		t.Fatalf("duplicate copies opened: %v", dups)
+	}
+}
+
+func roundPrice(p float64) float64 { return float64(int64(p*1e5+0.5)) / 1e5 }

@@ -1,0 +1,156 @@
+package actors
+
+import (
+	"context"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/store"
+)
+
+// feedConnected, feedClosed and feedRetry drive a MasterFeed's connection from goroutines.
+type feedConnected struct {
+	session broker.Session
+	events  <-chan broker.Event
+	err     error
+}
+type feedClosed struct{ gen int }
+type feedRetry struct{}
+
+// feedEvent is one event from the subscription goroutine.
+type feedEvent struct {
+	gen int
+	ev  broker.Event
+}
+
+// masterFeed subscribes to one master's events and fans them out to the AccountActors
+// that follow it: one shared *masterEvent per event, however many followers.
+type masterFeed struct {
+	e        *engine
+	master   store.Account
+	subs     map[string]*actor.PID
+	session  broker.Session
+	gen      int // subscription generation: a restart starts a new one
+	epoch    int64
+	seq      int64
+	fails    int
+	stopped  bool
+	cancel   context.CancelFunc
+	restarts int
+}
+
+func newMasterFeed(e *engine, master store.Account) actor.Producer {
+	return func() actor.Actor { return &masterFeed{e: e, master: master, subs: map[string]*actor.PID{}} }
+}
+
+// Receive implements actor.Actor.
+func (f *masterFeed) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		f.connect(ctx)
+	case *actor.Stopping:
+		f.stopped = true
+		if f.cancel != nil {
+			f.cancel()
+		}
+		if f.session != nil {
+			_ = f.session.Close()
+		}
+	case feedSubscribe:
+		f.subs[m.pid.Id] = m.pid
+		if f.session != nil {
+			ctx.Send(m.pid, masterSession{masterID: f.master.ID, session: f.session, epoch: f.epoch, seq: f.seq})
+		}
+	case feedUnsubscribe:
+		delete(f.subs, m.pid.Id)
+	case feedConnected:
+		f.onConnected(ctx, m)
+	case *feedEvent:
+		if m.gen != f.gen {
+			return
+		}
+		f.epoch, f.seq = m.ev.Epoch, m.ev.Seq
+		shared := &masterEvent{masterID: f.master.ID, event: m.ev}
+		for _, pid := range f.subs {
+			ctx.Send(pid, shared)
+		}
+	case feedClosed:
+		if m.gen == f.gen && !f.stopped {
+			f.e.log.Warn().Int64("master", f.master.ID).Msg("master feed closed; resubscribing")
+			f.resubscribe(ctx)
+		}
+	case feedRetry:
+		f.connect(ctx)
+	}
+}
+
+// connect opens a session (or reuses the current one) and subscribes, off the mailbox.
+func (f *masterFeed) connect(ctx actor.Context) {
+	if f.stopped {
+		return
+	}
+	self, root, e, master, sess := ctx.Self(), ctx.ActorSystem().Root, f.e, f.master, f.session
+	sctx, cancel := context.WithCancel(context.Background())
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.cancel = cancel
+	go func() {
+		var m feedConnected
+		if sess == nil {
+			cctx, ccancel := context.WithTimeout(sctx, 30*time.Second)
+			sess, m.err = e.connect(cctx, master)
+			ccancel()
+		}
+		if m.err == nil {
+			m.session = sess
+			m.events, m.err = sess.Subscribe(sctx)
+		}
+		root.Send(self, m)
+	}()
+}
+
+func (f *masterFeed) onConnected(ctx actor.Context, m feedConnected) {
+	if f.stopped {
+		if m.session != nil {
+			_ = m.session.Close()
+		}
+		return
+	}
+	if m.err != nil {
+		f.fails++
+		if m.session != nil && m.session != f.session {
+			_ = m.session.Close()
+		} else if f.session != nil && f.fails > 2 {
+			_ = f.session.Close() // resubscribing keeps failing: start from a new session
+			f.session = nil
+		}
+		f.e.log.Warn().Err(m.err).Int64("master", f.master.ID).Int("attempt", f.fails).Msg("master feed connect failed")
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(backoff(f.fails, 200*time.Millisecond, 15*time.Second), func() { root.Send(self, feedRetry{}) })
+		return
+	}
+	f.fails = 0
+	restarted := f.gen > 0
+	f.gen++
+	f.session, f.epoch, f.seq = m.session, 0, 0
+	gen, self, root, events := f.gen, ctx.Self(), ctx.ActorSystem().Root, m.events
+	go func() {
+		for ev := range events {
+			root.Send(self, &feedEvent{gen: gen, ev: ev})
+		}
+		root.Send(self, feedClosed{gen: gen})
+	}()
+	if restarted {
+		f.restarts++
+	}
+	for _, pid := range f.subs {
+		ctx.Send(pid, masterSession{masterID: f.master.ID, session: f.session, restarted: restarted})
+	}
+}
+
+func (f *masterFeed) resubscribe(ctx actor.Context) {
+	f.connect(ctx)
+}

@@ -1,0 +1,55 @@
+package actors
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/store"
+)
+
+// accountTick is sent by the Supervisor to every AccountActor after each committed lease
+// cycle: a dirty account whose gate is open again reconciles; an idle one reconciles when
+// its periodic repair is due.
+type accountTick struct{}
+
+// configChanged tells an AccountActor that its account or links changed.
+type configChanged struct{ version int64 }
+
+// followMasters is an AccountActor's current set of masters, sent to the Supervisor
+// after every configuration load (an empty set on stop).
+type followMasters struct {
+	accountID int64
+	pid       *actor.PID
+	masters   map[int64]store.Account
+}
+
+// feedSubscribe and feedUnsubscribe add and remove a follower of a MasterFeed.
+type feedSubscribe struct{ pid *actor.PID }
+type feedUnsubscribe struct{ pid *actor.PID }
+
+// masterEvent is one master feed event, shared (not copied) by every follower.
+type masterEvent struct {
+	masterID int64
+	event    broker.Event
+}
+
+// masterSession tells a follower that its master's feed is (re)connected. restarted says
+// the feed started a new subscription, so events may have been missed; epoch/seq are the
+// last event seen on the current subscription (0 when none yet).
+type masterSession struct {
+	masterID  int64
+	session   broker.Session
+	restarted bool
+	epoch     int64
+	seq       int64
+}
+
+// statusUpdate and ticketUpdate go to the StatusWriter.
+type statusUpdate struct{ row store.AccountStatus }
+type ticketUpdate struct{ rows []store.TicketRow }
+
+// respawn restarts a crashed AccountActor after its backoff.
+type respawn struct {
+	id    int64
+	epoch int64
+}

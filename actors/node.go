@@ -1,0 +1,296 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/leasekeeper"
+	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/store"
+)
+
+// Config is a node's configuration. Zero values take the defaults noted.
+type Config struct {
+	// NodeID names this node in node_id; default "<platform>-<hostname>". Two processes
+	// may share one: leases are renewed by (id, epoch) pairs, never by node id alone.
+	NodeID   string
+	Platform string // required: the platform of the followers to claim ("mt5", "sim", ...)
+	Capacity int    // most followers to hold (default 1000)
+	Lease    leasekeeper.Config
+	// ReconcileEvery repairs drift (manual trades, stops hit) even without a gap (default
+	// 5 min; negative disables).
+	ReconcileEvery       time.Duration
+	ReconcileConcurrency int           // default 16
+	ReconcileRate        float64       // reconciles started per second (default 200)
+	OrderTimeout         time.Duration // per broker call (default 10 s)
+	FlushEvery           time.Duration // StatusWriter batch period (default 1 s)
+}
+
+// Deps are what a node talks to. Pool and Broker are required.
+type Deps struct {
+	Pool   *pgxpool.Pool
+	Broker broker.Broker
+	Logger zerolog.Logger
+	Clock  leasekeeper.Clock
+	// Credentials turns an account row into broker credentials; the default takes the
+	// stored credentials as the password. Secrets are not kept after Connect.
+	Credentials func(store.Account) (broker.Credentials, error)
+}
+
+// ErrConfig wraps every configuration error.
+var ErrConfig = errors.New("invalid node configuration")
+
+// Validate fills defaults and checks the configuration.
+func (c *Config) Validate() error {
+	if c.Platform == "" {
+		return fmt.Errorf("%w: platform is required", ErrConfig)
+	}
+	if strings.TrimSpace(c.Platform) != c.Platform || strings.ContainsAny(c.Platform, " \t\n") {
+		return fmt.Errorf("%w: platform %q must not contain spaces", ErrConfig, c.Platform)
+	}
+	if c.NodeID == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "localhost"
+		}
+		c.NodeID = c.Platform + "-" + host
+	}
+	if c.Capacity < 0 {
+		return fmt.Errorf("%w: capacity must be ≥ 0, got %d", ErrConfig, c.Capacity)
+	}
+	if c.Capacity == 0 {
+		c.Capacity = 1000
+	}
+	if c.Lease == (leasekeeper.Config{}) {
+		c.Lease = leasekeeper.DefaultConfig()
+	}
+	if err := c.Lease.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if c.ReconcileEvery == 0 {
+		c.ReconcileEvery = 5 * time.Minute
+	}
+	if c.OrderTimeout <= 0 {
+		c.OrderTimeout = 10 * time.Second
+	}
+	if c.FlushEvery <= 0 {
+		c.FlushEvery = time.Second
+	}
+	return nil
+}
+
+// engine is what every actor of one node shares (read-only after Start).
+type engine struct {
+	cfg         Config
+	pool        *pgxpool.Pool
+	broker      broker.Broker
+	log         zerolog.Logger
+	clock       leasekeeper.Clock
+	credentials func(store.Account) (broker.Credentials, error)
+	board       *board
+	metrics     *Metrics
+	supervisor  *actor.PID
+	reconciler  *actor.PID
+	writer      *actor.PID
+	halted      atomic.Bool // Halt: behave as a crashed process, send nothing more
+}
+
+func (e *engine) now() time.Time { return time.Now() }
+
+func (e *engine) connect(ctx context.Context, a store.Account) (broker.Session, error) {
+	creds, err := e.credentials(a)
+	if err != nil {
+		return nil, fmt.Errorf("account %d credentials: %w", a.ID, err)
+	}
+	s, err := e.broker.Connect(ctx, creds)
+	if err != nil {
+		return nil, fmt.Errorf("connect account %d: %w", a.ID, err)
+	}
+	return s, nil
+}
+
+// Node is a running copier node: embed it with Start, watch it with Snapshot and
+// Subscribe, and end it with Stop.
+type Node struct {
+	e        *engine
+	system   *actor.ActorSystem
+	keeper   *actor.PID
+	nodeGate *leasekeeper.Gate
+	lastMu   sync.Mutex
+	last     leasekeeper.CycleReport
+	subsMu   sync.Mutex
+	subs     map[chan NodeEvent]struct{}
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// NodeEvent is a live update for consoles.
+type NodeEvent struct {
+	Time  time.Time
+	Cycle leasekeeper.CycleReport
+}
+
+// Start validates cfg and starts the node's actors. The first lease cycle runs at once.
+func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Pool == nil || deps.Broker == nil {
+		return nil, fmt.Errorf("%w: a database pool and a broker are required", ErrConfig)
+	}
+	if deps.Clock == nil {
+		deps.Clock = leasekeeper.SystemClock{}
+	}
+	if deps.Credentials == nil {
+		deps.Credentials = func(a store.Account) (broker.Credentials, error) {
+			return broker.Credentials{Login: a.Login, Server: a.Server, Password: string(a.Credentials)}, nil
+		}
+	}
+	log := deps.Logger.With().Str("node", cfg.NodeID).Logger()
+	e := &engine{cfg: cfg, pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials,
+		board: &board{}, metrics: &Metrics{}}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(log)))
+	n := &Node{e: e, system: system, nodeGate: leasekeeper.NewGate(deps.Clock), subs: map[chan NodeEvent]struct{}{}}
+	root := system.Root
+	e.writer = root.Spawn(actor.PropsFromProducer(newStatusWriter(e)))
+	e.reconciler = root.Spawn(actor.PropsFromProducer(reconcile.NewReconciler(reconcile.ReconcilerConfig{
+		Concurrency: cfg.ReconcileConcurrency, RatePerSec: cfg.ReconcileRate, FetchTimeout: cfg.OrderTimeout,
+	})))
+	e.supervisor = root.Spawn(actor.PropsFromProducer(newSupervisor(e), actor.WithSupervisor(stopOnFailure())))
+	n.keeper = root.Spawn(actor.PropsFromProducer(leasekeeper.NewKeeper(leasekeeper.KeeperConfig{
+		Node: cfg.NodeID, Platform: cfg.Platform, Capacity: cfg.Capacity, Timing: cfg.Lease, Pool: deps.Pool,
+		Clock: deps.Clock, NodeGate: n.nodeGate, Supervisor: e.supervisor, Flusher: e.writer, Logger: log,
+		OnCycle: n.onCycle,
+	})))
+	log.Info().Str("platform", cfg.Platform).Int("capacity", cfg.Capacity).Dur("lease", cfg.Lease.Lease).
+		Dur("fence", cfg.Lease.Fence).Dur("interval", cfg.Lease.Interval).Msg("node started")
+	return n, nil
+}
+
+func (n *Node) onCycle(r leasekeeper.CycleReport) {
+	m := n.e.metrics
+	m.Cycles.Add(1)
+	m.cycle.observe(r.Duration)
+	if r.Err != nil {
+		m.CycleFailures.Add(1)
+	} else {
+		m.Claims.Add(int64(r.Claimed))
+		m.Renewals.Add(int64(r.Renewed))
+		m.Releases.Add(int64(r.Released))
+		m.Lost.Add(int64(r.Lost))
+	}
+	n.lastMu.Lock()
+	n.last = r
+	n.lastMu.Unlock()
+	ev := NodeEvent{Time: time.Now(), Cycle: r}
+	n.subsMu.Lock()
+	for ch := range n.subs {
+		select {
+		case ch <- ev:
+		default: // a slow subscriber misses an update, never blocks the node
+		}
+	}
+	n.subsMu.Unlock()
+}
+
+// Subscribe returns a channel of live updates (one per lease cycle) and a cancel func.
+func (n *Node) Subscribe() (<-chan NodeEvent, func()) {
+	ch := make(chan NodeEvent, 16)
+	n.subsMu.Lock()
+	n.subs[ch] = struct{}{}
+	n.subsMu.Unlock()
+	return ch, func() {
+		n.subsMu.Lock()
+		delete(n.subs, ch)
+		n.subsMu.Unlock()
+	}
+}
+
+// Snapshot is the node's state for a console.
+type Snapshot struct {
+	NodeID       string
+	Platform     string
+	GateOpen     bool
+	TrustedUntil time.Time // zero when never confirmed
+	Remaining    time.Duration
+	LastCycle    leasekeeper.CycleReport
+	Accounts     []AccountStatus
+}
+
+// Snapshot reads the node's live state.
+func (n *Node) Snapshot() Snapshot {
+	s := Snapshot{NodeID: n.e.cfg.NodeID, Platform: n.e.cfg.Platform, GateOpen: n.nodeGate.HoldsLease(), Remaining: n.nodeGate.Remaining()}
+	s.TrustedUntil, _ = n.nodeGate.TrustedUntil()
+	n.lastMu.Lock()
+	s.LastCycle = n.last
+	n.lastMu.Unlock()
+	s.Accounts = n.e.board.all()
+	return s
+}
+
+// Metrics returns the node's counters.
+func (n *Node) Metrics() *Metrics { return n.e.metrics }
+
+// Config returns the validated configuration.
+func (n *Node) Config() Config { return n.e.cfg }
+
+// Ready reports whether the node's lease is trusted now.
+func (n *Node) Ready() bool { return n.nodeGate.HoldsLease() }
+
+// SetDraining stops (true) or resumes (false) claiming new accounts.
+func (n *Node) SetDraining(draining bool) {
+	n.system.Root.Send(n.keeper, leasekeeper.SetDraining{Draining: draining})
+}
+
+// Stop shuts the node down cleanly: every AccountActor stops (finishing its in-flight
+// order), the buffered statuses are written, every lease is released so other nodes can
+// claim at once, and the actor system ends. Safe to call more than once.
+func (n *Node) Stop(ctx context.Context) error {
+	n.stopOnce.Do(func() {
+		timeout := 30 * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = time.Until(dl)
+		}
+		res, err := n.system.Root.RequestFuture(n.keeper, leasekeeper.Shutdown{}, timeout).Result()
+		if err != nil {
+			n.stopErr = fmt.Errorf("node stop: %w", err)
+		} else if done, ok := res.(leasekeeper.ShutdownDone); ok {
+			n.stopErr = done.Err
+			n.e.log.Info().Int64("released", done.Released).Msg("node stopped; leases released")
+		}
+		root := n.system.Root
+		for _, pid := range []*actor.PID{n.keeper, n.e.supervisor, n.e.reconciler, n.e.writer} {
+			_ = root.StopFuture(pid).Wait()
+		}
+		n.system.Shutdown()
+	})
+	return n.stopErr
+}
+
+// Halt stops the node at once as a crash would: no order is sent after it returns (every
+// gate is revoked), nothing is flushed and no lease is released, so the accounts move to
+// other nodes only when their leases expire. For fault drills and tests.
+func (n *Node) Halt() {
+	n.stopOnce.Do(func() {
+		n.nodeGate.Revoke()
+		root := n.system.Root
+		_ = root.StopFuture(n.keeper).Wait() // no more cycles: no renewal, no release
+		n.e.halted.Store(true)
+		for _, pid := range []*actor.PID{n.e.supervisor, n.e.reconciler, n.e.writer} {
+			_ = root.StopFuture(pid).Wait()
+		}
+		n.system.Shutdown()
+		n.stopErr = errors.New("node halted")
+	})
+}

@@ -1,0 +1,126 @@
+package actors
+
+import (
+	"context"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snapcopier/copier/leasekeeper"
+	"github.com/snapcopier/copier/store"
+)
+
+type flushTick struct{}
+
+type flushDone struct {
+	tickets []store.TicketRow // rows to retry after an error
+	err     error
+}
+
+// statusWriter batches statuses (latest per account) and ticket-map rows and writes them
+// with the fenced statements, at most once per FlushEvery, one write at a time.
+type statusWriter struct {
+	e        *engine
+	statuses map[int64]store.AccountStatus
+	tickets  []store.TicketRow
+	inFlight bool
+	waiters  []*actor.PID // Flush requests waiting for an empty buffer
+	stop     chan struct{}
+}
+
+func newStatusWriter(e *engine) actor.Producer {
+	return func() actor.Actor { return &statusWriter{e: e, statuses: map[int64]store.AccountStatus{}} }
+}
+
+// Receive implements actor.Actor.
+func (w *statusWriter) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		w.stop = make(chan struct{})
+		self, root, stop, every := ctx.Self(), ctx.ActorSystem().Root, w.stop, w.e.cfg.FlushEvery
+		go func() {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					root.Send(self, flushTick{})
+				}
+			}
+		}()
+	case *actor.Stopping:
+		close(w.stop)
+	case statusUpdate:
+		w.statuses[m.row.ID] = m.row
+	case ticketUpdate:
+		w.tickets = append(w.tickets, m.rows...)
+	case flushTick:
+		w.flush(ctx)
+	case leasekeeper.Flush:
+		w.waiters = append(w.waiters, ctx.Sender())
+		w.flush(ctx)
+	case flushDone:
+		w.inFlight = false
+		if m.err != nil {
+			w.e.log.Warn().Err(m.err).Int("tickets", len(m.tickets)).Msg("status write failed; will retry")
+			w.tickets = append(m.tickets, w.tickets...) // older first: the newer row of a key wins
+		}
+		if len(w.waiters) > 0 {
+			if len(w.statuses) > 0 || len(w.tickets) > 0 && m.err == nil {
+				w.flush(ctx)
+				return
+			}
+			for _, pid := range w.waiters {
+				if pid != nil {
+					ctx.Send(pid, leasekeeper.Flushed{Err: m.err})
+				}
+			}
+			w.waiters = nil
+		}
+	}
+}
+
+func (w *statusWriter) flush(ctx actor.Context) {
+	if w.inFlight {
+		return
+	}
+	if len(w.statuses) == 0 && len(w.tickets) == 0 {
+		for _, pid := range w.waiters {
+			if pid != nil {
+				ctx.Send(pid, leasekeeper.Flushed{})
+			}
+		}
+		w.waiters = nil
+		return
+	}
+	statuses := make([]store.AccountStatus, 0, len(w.statuses))
+	for _, s := range w.statuses {
+		statuses = append(statuses, s)
+	}
+	tickets := w.tickets
+	w.statuses, w.tickets = map[int64]store.AccountStatus{}, nil
+	w.inFlight = true
+	self, root, e := ctx.Self(), ctx.ActorSystem().Root, w.e
+	go func() {
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var done flushDone
+		if len(tickets) > 0 {
+			res, err := store.UpsertTicketsFenced(wctx, e.pool, e.cfg.NodeID, tickets)
+			if err != nil {
+				done.tickets, done.err = tickets, err
+			}
+			e.metrics.StaleWritesRefused.Add(res.Refused)
+		}
+		if len(statuses) > 0 {
+			res, err := store.WriteStatusesFenced(wctx, e.pool, e.cfg.NodeID, statuses)
+			if err != nil && done.err == nil {
+				done.err = err // statuses are refreshed by the next report; not retried
+			}
+			e.metrics.StaleWritesRefused.Add(res.Refused)
+		}
+		root.Send(self, done)
+	}()
+}

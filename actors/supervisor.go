@@ -1,0 +1,200 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snapcopier/copier/leasekeeper"
+)
+
+type child struct {
+	pid     *actor.PID
+	epoch   int64
+	version int64
+	gate    *leasekeeper.Gate
+	crashes int
+}
+
+type feedRef struct {
+	pid       *actor.PID
+	followers map[int64]bool
+}
+
+// supervisor keeps one AccountActor per owned follower and one MasterFeed per master
+// that those followers need.
+type supervisor struct {
+	e        *engine
+	children map[int64]*child
+	byPID    map[string]int64
+	owned    map[int64]leasekeeper.OwnedAccount
+	crashes  map[int64]int
+	follows  map[int64]map[int64]bool // account → masters
+	feeds    map[int64]*feedRef
+	stopping bool
+	stopFor  *actor.PID
+}
+
+func newSupervisor(e *engine) actor.Producer {
+	return func() actor.Actor {
+		return &supervisor{e: e, children: map[int64]*child{}, byPID: map[string]int64{}, crashes: map[int64]int{},
+			follows: map[int64]map[int64]bool{}, feeds: map[int64]*feedRef{}}
+	}
+}
+
+// stopOnFailure stops a crashed child; the supervisor restarts it itself with backoff.
+func stopOnFailure() actor.SupervisorStrategy {
+	return actor.NewOneForOneStrategy(0, time.Second, func(any) actor.Directive { return actor.StopDirective })
+}
+
+// Receive implements actor.Actor.
+func (s *supervisor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case leasekeeper.Owned:
+		if !s.stopping {
+			s.onOwned(ctx, m)
+		}
+	case followMasters:
+		s.onFollow(ctx, m)
+	case *actor.Terminated:
+		s.onTerminated(ctx, m)
+	case respawn:
+		if o, ok := s.owned[m.id]; ok && o.Epoch == m.epoch && s.children[m.id] == nil && !s.stopping {
+			s.spawn(ctx, m.id, o)
+		}
+	case leasekeeper.StopAccounts:
+		s.stopping, s.stopFor = true, ctx.Sender()
+		for id, c := range s.children {
+			ctx.Stop(c.pid)
+			delete(s.children, id)
+		}
+		s.maybeStopped(ctx)
+	}
+}
+
+func (s *supervisor) onOwned(ctx actor.Context, m leasekeeper.Owned) {
+	s.owned = m.Accounts
+	for id, c := range s.children {
+		o, ok := m.Accounts[id]
+		if !ok || o.Epoch != c.epoch {
+			// Lost (or lost and claimed again): stop it; its session closes on Stopping.
+			ctx.Stop(c.pid)
+			delete(s.children, id)
+			delete(s.crashes, id)
+		}
+	}
+	for id, o := range m.Accounts {
+		c := s.children[id]
+		switch {
+		case c == nil:
+			if s.crashes[id] == 0 {
+				s.spawn(ctx, id, o)
+			}
+		case o.ConfigVersion != c.version:
+			c.version = o.ConfigVersion
+			ctx.Send(c.pid, configChanged{version: o.ConfigVersion})
+		}
+	}
+	for _, c := range s.children {
+		ctx.Send(c.pid, accountTick{})
+	}
+}
+
+func (s *supervisor) spawn(ctx actor.Context, id int64, o leasekeeper.OwnedAccount) {
+	props := actor.PropsFromProducer(newAccountActor(s.e, id, o.Epoch, o.Gate))
+	pid := ctx.Spawn(props)
+	s.children[id] = &child{pid: pid, epoch: o.Epoch, version: o.ConfigVersion, gate: o.Gate}
+	s.byPID[pid.Id] = id
+	b := s.e.board.get(id)
+	b.gate.Store(o.Gate)
+	b.update(func(st *AccountStatus) { st.Epoch = o.Epoch })
+}
+
+func (s *supervisor) onTerminated(ctx actor.Context, m *actor.Terminated) {
+	id, ok := s.byPID[m.Who.Id]
+	if !ok {
+		return // a master feed
+	}
+	delete(s.byPID, m.Who.Id)
+	s.unfollow(ctx, id, m.Who)
+	if c := s.children[id]; c != nil && c.pid.Id == m.Who.Id {
+		// Still owned and not stopped by us: it crashed. Restart with growing backoff.
+		delete(s.children, id)
+		s.crashes[id]++
+		n, epoch := s.crashes[id], c.epoch
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(backoff(n, 200*time.Millisecond, 30*time.Second), func() {
+			root.Send(self, respawn{id: id, epoch: epoch})
+		})
+		return
+	}
+	if _, owned := s.owned[id]; !owned || s.stopping {
+		s.e.board.remove(id)
+	}
+	s.maybeStopped(ctx)
+}
+
+func (s *supervisor) maybeStopped(ctx actor.Context) {
+	if s.stopping && len(s.byPID) == 0 && s.stopFor != nil {
+		for id, f := range s.feeds {
+			ctx.Stop(f.pid)
+			delete(s.feeds, id)
+		}
+		ctx.Send(s.stopFor, leasekeeper.AccountsStopped{})
+		s.stopFor = nil
+	}
+}
+
+// onFollow keeps the master feeds reference-counted by their followers.
+func (s *supervisor) onFollow(ctx actor.Context, m followMasters) {
+	if c := s.children[m.accountID]; c == nil || c.pid.Id != m.pid.Id {
+		if len(m.masters) > 0 {
+			return // a stale actor
+		}
+	}
+	if len(m.masters) > 0 {
+		delete(s.crashes, m.accountID) // it loaded: the crash loop is over
+	}
+	old := s.follows[m.accountID]
+	now := map[int64]bool{}
+	for id, acc := range m.masters {
+		now[id] = true
+		f := s.feeds[id]
+		if f == nil {
+			f = &feedRef{pid: ctx.Spawn(actor.PropsFromProducer(newMasterFeed(s.e, acc))), followers: map[int64]bool{}}
+			s.feeds[id] = f
+		}
+		f.followers[m.accountID] = true
+		ctx.Send(f.pid, feedSubscribe{pid: m.pid})
+	}
+	for id := range old {
+		if !now[id] {
+			s.dropFollower(ctx, id, m.accountID, m.pid)
+		}
+	}
+	if len(now) == 0 {
+		delete(s.follows, m.accountID)
+	} else {
+		s.follows[m.accountID] = now
+	}
+}
+
+func (s *supervisor) unfollow(ctx actor.Context, account int64, pid *actor.PID) {
+	for id := range s.follows[account] {
+		s.dropFollower(ctx, id, account, pid)
+	}
+	delete(s.follows, account)
+}
+
+func (s *supervisor) dropFollower(ctx actor.Context, master, account int64, pid *actor.PID) {
+	f := s.feeds[master]
+	if f == nil {
+		return
+	}
+	ctx.Send(f.pid, feedUnsubscribe{pid: pid})
+	delete(f.followers, account)
+	if len(f.followers) == 0 {
+		ctx.Stop(f.pid)
+		delete(s.feeds, master)
+	}
+}

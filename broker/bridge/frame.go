@@ -1,0 +1,142 @@
+package bridge
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// ProtocolVersion is the bridge protocol version this package speaks. A peer that speaks
+// another version is refused during the handshake.
+const ProtocolVersion = 1
+
+// MaxFrameSize is the largest frame payload, in bytes, that either side sends or accepts.
+// A larger incoming frame is a protocol error that ends the connection; a response that
+// would be larger is replied to with an error instead.
+const MaxFrameSize = 16 << 20
+
+// Frame types (the "type" member of every frame).
+const (
+	frameHello       = "hello"       // client → server, first frame
+	frameWelcome     = "welcome"     // server → client, handshake accepted
+	frameRefused     = "refused"     // server → client, handshake refused; the server then closes
+	frameRequest     = "request"     // client → server
+	frameResponse    = "response"    // server → client, exactly one per request
+	frameCancel      = "cancel"      // client → server: the caller gave up on a request
+	frameEvent       = "event"       // server → client: one feed event of a subscription
+	frameSubEnd      = "sub_end"     // server → client: a subscription ended server-side
+	frameUnsubscribe = "unsubscribe" // client → server: end a subscription
+	framePing        = "ping"        // client → server
+	framePong        = "pong"        // server → client
+)
+
+// outFrame is a frame to encode. Params, Result and Event hold typed wire values.
+type outFrame struct {
+	Type    string     `json:"type"`
+	ID      uint64     `json:"id,omitempty"`
+	Method  string     `json:"method,omitempty"`
+	Session uint64     `json:"session,omitempty"`
+	Sub     uint64     `json:"sub,omitempty"`
+	Timeout int64      `json:"timeout_ms,omitempty"`
+	Params  any        `json:"params,omitempty"`
+	Result  any        `json:"result,omitempty"`
+	Error   *wireError `json:"error,omitempty"`
+	Event   any        `json:"event,omitempty"`
+	Reason  string     `json:"reason,omitempty"`
+
+	// Handshake members.
+	Version     int    `json:"version,omitempty"`
+	Token       string `json:"token,omitempty"`
+	Name        string `json:"name,omitempty"`
+	MaxInflight int    `json:"max_inflight,omitempty"`
+	IdleTimeout int64  `json:"idle_timeout_ms,omitempty"`
+}
+
+// inFrame is a decoded frame; Params, Result and Event stay raw until the goroutine that
+// owns the request or call decodes them, so the connection's reader does little work.
+type inFrame struct {
+	Type    string          `json:"type"`
+	ID      uint64          `json:"id"`
+	Method  string          `json:"method"`
+	Session uint64          `json:"session"`
+	Sub     uint64          `json:"sub"`
+	Timeout int64           `json:"timeout_ms"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *wireError      `json:"error"`
+	Event   json.RawMessage `json:"event"`
+	Reason  string          `json:"reason"`
+
+	Version     int    `json:"version"`
+	Token       string `json:"token"`
+	Name        string `json:"name"`
+	MaxInflight int    `json:"max_inflight"`
+	IdleTimeout int64  `json:"idle_timeout_ms"`
+}
+
+// errFrameTooLarge is returned by encodeFrame for a payload above MaxFrameSize.
+var errFrameTooLarge = fmt.Errorf("bridge: frame exceeds %d bytes", MaxFrameSize)
+
+// encodeFrame returns f as one complete frame: a 4-byte big-endian payload length, then
+// the JSON payload.
+func encodeFrame(f *outFrame) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(256)
+	buf.Write([]byte{0, 0, 0, 0})
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("bridge: encode %s frame: %w", f.Type, err)
+	}
+	b := buf.Bytes()
+	b = b[:len(b)-1] // Encode appends a newline
+	n := len(b) - 4
+	if n > MaxFrameSize {
+		return nil, errFrameTooLarge
+	}
+	binary.BigEndian.PutUint32(b, uint32(n))
+	return b, nil
+}
+
+// frameReader reads frames from a stream, reusing one payload buffer.
+type frameReader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+func newFrameReader(r io.Reader) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, 32<<10)}
+}
+
+// next reads and decodes one frame. Any error leaves the stream unusable.
+func (fr *frameReader) next() (*inFrame, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n == 0 || n > MaxFrameSize {
+		return nil, fmt.Errorf("bridge: bad frame length %d", n)
+	}
+	if cap(fr.buf) < int(n) {
+		fr.buf = make([]byte, n)
+	}
+	p := fr.buf[:n]
+	if _, err := io.ReadFull(fr.r, p); err != nil {
+		return nil, err
+	}
+	f := new(inFrame)
+	if err := json.Unmarshal(p, f); err != nil {
+		return nil, fmt.Errorf("bridge: malformed frame: %w", err)
+	}
+	if f.Type == "" {
+		return nil, fmt.Errorf("bridge: frame without a type")
+	}
+	if cap(fr.buf) > 1<<20 { // do not pin a large buffer after one big frame
+		fr.buf = nil
+	}
+	return f, nil
+}

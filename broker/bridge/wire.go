@@ -1,0 +1,217 @@
+package bridge
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/snapcopier/copier/broker"
+)
+
+// The wire types below are the JSON shapes PROTOCOL.md documents. They are decoupled from
+// the broker package's Go types on purpose: the protocol is language-neutral and must not
+// change when a Go field is renamed. Enumerations travel as their integer values, so a
+// value is carried unchanged even when it is invalid and the far side rejects it.
+
+// wireCredentials are the params of broker.connect.
+type wireCredentials struct {
+	Login    string `json:"login"`
+	Server   string `json:"server"`
+	Password string `json:"password"`
+}
+
+type wireAccount struct {
+	Login    string  `json:"login"`
+	Currency string  `json:"currency"`
+	Balance  float64 `json:"balance"`
+	Equity   float64 `json:"equity"`
+	Leverage int     `json:"leverage"`
+	Mode     int8    `json:"mode"`
+}
+
+func toWireAccount(a broker.AccountInfo) wireAccount {
+	return wireAccount{Login: a.Login, Currency: a.Currency, Balance: a.Balance, Equity: a.Equity,
+		Leverage: a.Leverage, Mode: int8(a.Mode)}
+}
+
+func (w wireAccount) toBroker() broker.AccountInfo {
+	return broker.AccountInfo{Login: w.Login, Currency: w.Currency, Balance: w.Balance, Equity: w.Equity,
+		Leverage: w.Leverage, Mode: broker.AccountMode(w.Mode)}
+}
+
+type wireSymbol struct {
+	Name         string  `json:"name"`
+	ContractSize float64 `json:"contract_size"`
+	MinLot       float64 `json:"min_lot"`
+	MaxLot       float64 `json:"max_lot"`
+	LotStep      float64 `json:"lot_step"`
+	Digits       int     `json:"digits"`
+	Point        float64 `json:"point"`
+	TradeAllowed bool    `json:"trade_allowed"`
+	Bid          float64 `json:"bid"`
+	Ask          float64 `json:"ask"`
+}
+
+func toWireSymbols(specs []broker.SymbolSpec) []wireSymbol {
+	out := make([]wireSymbol, len(specs))
+	for i, s := range specs {
+		out[i] = wireSymbol{Name: s.Name, ContractSize: s.ContractSize, MinLot: s.MinLot, MaxLot: s.MaxLot,
+			LotStep: s.LotStep, Digits: s.Digits, Point: s.Point, TradeAllowed: s.TradeAllowed, Bid: s.Bid, Ask: s.Ask}
+	}
+	return out
+}
+
+func fromWireSymbols(ws []wireSymbol) []broker.SymbolSpec {
+	out := make([]broker.SymbolSpec, len(ws))
+	for i, w := range ws {
+		out[i] = broker.SymbolSpec{Name: w.Name, ContractSize: w.ContractSize, MinLot: w.MinLot, MaxLot: w.MaxLot,
+			LotStep: w.LotStep, Digits: w.Digits, Point: w.Point, TradeAllowed: w.TradeAllowed, Bid: w.Bid, Ask: w.Ask}
+	}
+	return out
+}
+
+type wirePosition struct {
+	Ticket    int64     `json:"ticket"`
+	Symbol    string    `json:"symbol"`
+	Side      int8      `json:"side"`
+	Volume    float64   `json:"volume"`
+	OpenPrice float64   `json:"open_price"`
+	SL        float64   `json:"sl"`
+	TP        float64   `json:"tp"`
+	Magic     int64     `json:"magic"`
+	Comment   string    `json:"comment"`
+	OpenTime  time.Time `json:"open_time"`
+}
+
+func toWirePosition(p broker.Position) wirePosition {
+	return wirePosition{Ticket: p.Ticket, Symbol: p.Symbol, Side: int8(p.Side), Volume: p.Volume,
+		OpenPrice: p.OpenPrice, SL: p.SL, TP: p.TP, Magic: p.Magic, Comment: p.Comment, OpenTime: p.OpenTime}
+}
+
+func (w wirePosition) toBroker() broker.Position {
+	return broker.Position{Ticket: w.Ticket, Symbol: w.Symbol, Side: broker.Side(w.Side), Volume: w.Volume,
+		OpenPrice: w.OpenPrice, SL: w.SL, TP: w.TP, Magic: w.Magic, Comment: w.Comment, OpenTime: w.OpenTime}
+}
+
+func toWirePositions(ps []broker.Position) []wirePosition {
+	out := make([]wirePosition, len(ps))
+	for i, p := range ps {
+		out[i] = toWirePosition(p)
+	}
+	return out
+}
+
+func fromWirePositions(ws []wirePosition) []broker.Position {
+	out := make([]broker.Position, len(ws))
+	for i, w := range ws {
+		out[i] = w.toBroker()
+	}
+	return out
+}
+
+// wireOrder is the part every order request carries.
+type wireOrder struct {
+	RequestID uuid.UUID `json:"request_id"`
+	Token     int64     `json:"token"`
+	Node      string    `json:"node"`
+}
+
+func toWireOrder(o broker.Order) wireOrder {
+	return wireOrder{RequestID: o.RequestID, Token: o.Token, Node: o.Node}
+}
+
+func (w wireOrder) toBroker() broker.Order {
+	return broker.Order{RequestID: w.RequestID, Token: w.Token, Node: w.Node}
+}
+
+type wireOpen struct {
+	wireOrder
+	Symbol  string  `json:"symbol"`
+	Side    int8    `json:"side"`
+	Type    int8    `json:"type"`
+	Volume  float64 `json:"volume"`
+	Price   float64 `json:"price"`
+	SL      float64 `json:"sl"`
+	TP      float64 `json:"tp"`
+	Magic   int64   `json:"magic"`
+	Comment string  `json:"comment"`
+}
+
+func toWireOpen(r broker.OpenRequest) wireOpen {
+	return wireOpen{wireOrder: toWireOrder(r.Order), Symbol: r.Symbol, Side: int8(r.Side), Type: int8(r.Type),
+		Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP, Magic: r.Magic, Comment: r.Comment}
+}
+
+func (w wireOpen) toBroker() broker.OpenRequest {
+	return broker.OpenRequest{Order: w.wireOrder.toBroker(), Symbol: w.Symbol, Side: broker.Side(w.Side),
+		Type: broker.OrderType(w.Type), Volume: w.Volume, Price: w.Price, SL: w.SL, TP: w.TP, Magic: w.Magic,
+		Comment: w.Comment}
+}
+
+type wireClose struct {
+	wireOrder
+	Ticket int64   `json:"ticket"`
+	Volume float64 `json:"volume"`
+}
+
+func toWireClose(r broker.CloseRequest) wireClose {
+	return wireClose{wireOrder: toWireOrder(r.Order), Ticket: r.Ticket, Volume: r.Volume}
+}
+
+func (w wireClose) toBroker() broker.CloseRequest {
+	return broker.CloseRequest{Order: w.wireOrder.toBroker(), Ticket: w.Ticket, Volume: w.Volume}
+}
+
+type wireModify struct {
+	wireOrder
+	Ticket int64   `json:"ticket"`
+	SL     float64 `json:"sl"`
+	TP     float64 `json:"tp"`
+}
+
+func toWireModify(r broker.ModifyRequest) wireModify {
+	return wireModify{wireOrder: toWireOrder(r.Order), Ticket: r.Ticket, SL: r.SL, TP: r.TP}
+}
+
+func (w wireModify) toBroker() broker.ModifyRequest {
+	return broker.ModifyRequest{Order: w.wireOrder.toBroker(), Ticket: w.Ticket, SL: w.SL, TP: w.TP}
+}
+
+type wireOrderResult struct {
+	Ticket     int64     `json:"ticket"`
+	Price      float64   `json:"price"`
+	Volume     float64   `json:"volume"`
+	ServerTime time.Time `json:"server_time"`
+}
+
+func toWireOrderResult(r broker.OrderResult) wireOrderResult {
+	return wireOrderResult{Ticket: r.Ticket, Price: r.Price, Volume: r.Volume, ServerTime: r.ServerTime}
+}
+
+func (w wireOrderResult) toBroker() broker.OrderResult {
+	return broker.OrderResult{Ticket: w.Ticket, Price: w.Price, Volume: w.Volume, ServerTime: w.ServerTime}
+}
+
+// wireSubscribe is the params of session.subscribe: the subscription id the client chose.
+type wireSubscribe struct {
+	Sub uint64 `json:"sub"`
+}
+
+type wireEvent struct {
+	Login      string       `json:"login"`
+	Epoch      int64        `json:"epoch"`
+	Seq        int64        `json:"seq"`
+	Kind       int8         `json:"kind"`
+	Position   wirePosition `json:"position"`
+	ServerTime time.Time    `json:"server_time"`
+}
+
+func toWireEvent(e broker.Event) wireEvent {
+	return wireEvent{Login: e.Login, Epoch: e.Epoch, Seq: e.Seq, Kind: int8(e.Kind),
+		Position: toWirePosition(e.Position), ServerTime: e.ServerTime}
+}
+
+func (w wireEvent) toBroker() broker.Event {
+	return broker.Event{Login: w.Login, Epoch: w.Epoch, Seq: w.Seq, Kind: broker.EventKind(w.Kind),
+		Position: w.Position.toBroker(), ServerTime: w.ServerTime}
+}

@@ -1,0 +1,71 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/snapcopier/copier/broker"
+)
+
+func errInvalidRequest(format string, args ...any) error {
+	return broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, format, args...)
+}
+
+func errInvalidVolume(format string, args ...any) error {
+	return broker.NewError(broker.ErrPermanent, broker.CodeInvalidVolume, format, args...)
+}
+
+func errInvalidStops(format string, args ...any) error {
+	return broker.NewError(broker.ErrPermanent, broker.CodeInvalidStops, format, args...)
+}
+
+func errNoMoney(format string, args ...any) error {
+	return broker.NewError(broker.ErrPermanent, broker.CodeNoMoney, format, args...)
+}
+
+func errAuth() error {
+	return broker.NewError(broker.ErrPermanent, broker.CodeAuthFailed, "invalid login or password")
+}
+
+func errSessionClosed() error {
+	return broker.NewError(broker.ErrDisconnected, broker.CodeNoConnection, "session closed")
+}
+
+func errDisconnect() error {
+	return broker.NewError(broker.ErrDisconnected, broker.CodeNoConnection, "connection dropped")
+}
+
+func errRequote() error {
+	return broker.NewError(broker.ErrRetryable, broker.CodeRequote, "requote")
+}
+
+func errTimeout() error {
+	return broker.NewError(broker.ErrUnknownOutcome, broker.CodeTimeout, "timeout: the order may or may not have executed")
+}
+
+func errFenced(token, seen int64) error {
+	return broker.NewError(broker.ErrFenced, broker.CodeFencedToken, "token %d is lower than %d", token, seen)
+}
+
+// errNotSent classifies a context that ended before a request reached the server: the
+// request did not execute and may be resent. The context error stays in the chain.
+func errNotSent(ctxErr error) error {
+	return fmt.Errorf("%w: %w", broker.NewError(broker.ErrDisconnected, broker.CodeNoConnection, "request not sent"), ctxErr)
+}
+
+// codeOf returns err's return code (0 for nil or an error without one).
+func codeOf(err error) broker.Code {
+	var te *broker.TradeError
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return 0
+}
+
+// errString is err's message, or "" for nil.
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,60 @@
+package leasekeeper
+
+import "time"
+
+// OwnedAccount is one account a committed cycle confirmed.
+type OwnedAccount struct {
+	Epoch         int64
+	ConfigVersion int64
+	// Gate is this account's own gate: confirmed by every cycle that renewed the account,
+	// revoked when the account is lost. A new epoch gets a new gate.
+	Gate *Gate
+}
+
+// Owned tells the Supervisor what this process owns after a successful cycle.
+type Owned struct {
+	Accounts map[int64]OwnedAccount
+	// TrustedUntil is the node's deadline after this cycle.
+	TrustedUntil time.Time
+}
+
+// StopAccounts asks the Supervisor to stop every AccountActor (each finishes its in-flight
+// order); it answers AccountsStopped when all have stopped.
+type StopAccounts struct{}
+
+// AccountsStopped answers StopAccounts.
+type AccountsStopped struct{}
+
+// Shutdown asks the LeaseKeeper for a clean shutdown: stop the accounts, then release
+// every lease. It answers ShutdownDone.
+type Shutdown struct{}
+
+// ShutdownDone answers Shutdown with the number of leases released, or the error.
+type ShutdownDone struct {
+	Released int64
+	Err      error
+}
+
+// SetDraining stops (true) or resumes (false) claiming new accounts. Held leases are
+// still renewed.
+type SetDraining struct{ Draining bool }
+
+// CycleReport describes one finished cycle, for metrics and the console.
+type CycleReport struct {
+	Started  time.Time
+	Duration time.Duration
+	Err      error
+	Owned    int
+	Claimed  int
+	Renewed  int
+	Released int
+	Lost     int
+}
+
+// Flush asks the StatusWriter to write everything it buffered; it answers Flushed. The
+// LeaseKeeper sends it after the accounts have stopped and before it releases the leases,
+// while the fenced writes can still land.
+type Flush struct{}
+
+// Flushed answers Flush.
+type Flushed struct{ Err error }

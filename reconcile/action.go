@@ -1,0 +1,177 @@
+package reconcile
+
+import (
+	"fmt"
+
+	"github.com/snapcopier/copier/broker"
+)
+
+// ActionKind is what an action does to the follower.
+type ActionKind int8
+
+const (
+	// Open opens a position (on a netting follower it may add to the symbol's position).
+	Open ActionKind = iota + 1
+	// Close closes a position in full.
+	Close
+	// PartialClose closes Volume lots of a position.
+	PartialClose
+	// Modify sets a position's SL and TP.
+	Modify
+)
+
+// String returns "open", "close", "partial_close" or "modify".
+func (k ActionKind) String() string {
+	switch k {
+	case Open:
+		return "open"
+	case Close:
+		return "close"
+	case PartialClose:
+		return "partial_close"
+	case Modify:
+		return "modify"
+	}
+	return fmt.Sprintf("ActionKind(%d)", int8(k))
+}
+
+// order is the position of the kind in a plan: closes first (they free margin and limits),
+// opens last.
+func (k ActionKind) order() int {
+	switch k {
+	case Close:
+		return 0
+	case PartialClose:
+		return 1
+	case Modify:
+		return 2
+	}
+	return 3
+}
+
+// Reason is why an action was planned.
+type Reason int8
+
+const (
+	// ReasonCopyMissing: a master position that should be copied has no copy.
+	ReasonCopyMissing Reason = iota + 1
+	// ReasonMasterClosed: the copy's master position is closed (an orphan).
+	ReasonMasterClosed
+	// ReasonDuplicate: a master position has more than one copy; the oldest is kept.
+	ReasonDuplicate
+	// ReasonMasterReduced: the master position was partially closed; the copy is reduced
+	// proportionally.
+	ReasonMasterReduced
+	// ReasonRemainderBelowMin: the master position was partially closed and the proportional
+	// remainder of the copy is below the minimum volume, so the copy is closed.
+	ReasonRemainderBelowMin
+	// ReasonStops: the copy's SL or TP differs from what the link's policy wants.
+	ReasonStops
+	// ReasonNetTarget: a netting follower's position on a symbol differs from the net of
+	// the master positions it copies.
+	ReasonNetTarget
+)
+
+// String returns the reason's snake_case name.
+func (r Reason) String() string {
+	switch r {
+	case ReasonCopyMissing:
+		return "copy_missing"
+	case ReasonMasterClosed:
+		return "master_closed"
+	case ReasonDuplicate:
+		return "duplicate"
+	case ReasonMasterReduced:
+		return "master_reduced"
+	case ReasonRemainderBelowMin:
+		return "remainder_below_min"
+	case ReasonStops:
+		return "stops"
+	case ReasonNetTarget:
+		return "net_target"
+	}
+	return fmt.Sprintf("Reason(%d)", int8(r))
+}
+
+// Tracked is one master position a follower position carries once an action has executed:
+// the engine writes TicketMapEntry{LinkID, MasterTicket, <the position's ticket>, Ratio}.
+type Tracked struct {
+	MasterTicket int64
+	// Ratio is the copy ratio, follower lots per master lot (TicketMapEntry.Volume).
+	Ratio float64
+}
+
+// Entry returns the ticket map entry of t for a link and the follower position's ticket.
+func (t Tracked) Entry(linkID, followerTicket int64) TicketMapEntry {
+	return TicketMapEntry{LinkID: linkID, MasterTicket: t.MasterTicket, FollowerTicket: followerTicket, Volume: t.Ratio}
+}
+
+// Action is one order a plan asks the engine to send to the follower.
+type Action struct {
+	Kind   ActionKind
+	Reason Reason
+	// MasterTicket is the master position the action serves. On a netting follower, a
+	// reduction may serve several (or closed) master positions and names none (0), or the
+	// event's master position on the event path.
+	MasterTicket int64
+	// FollowerTicket is the position closed, reduced or modified; for an Open on a netting
+	// follower that adds to the symbol's position, that position; else 0.
+	FollowerTicket int64
+	// Symbol is the follower symbol.
+	Symbol string
+	// Side is the side to open (Open) or the position's side.
+	Side broker.Side
+	// Volume is the volume to open (Open), to close (PartialClose) or the position's volume
+	// (Close). Always on the follower symbol's lot step.
+	Volume float64
+	// SL and TP are the stops to open with (Open) or to set (Modify); 0 = none.
+	SL, TP float64
+	// Magic and Comment mark an opened copy: the link's magic and Marker(MasterTicket).
+	Magic   int64
+	Comment string
+	// Price is the price an Open expects: the follower's Ask (buy) or Bid (sell) when known,
+	// else the master's open price. For slippage metrics; the order is a market order.
+	Price float64
+	// Track lists the master positions the follower position carries after this action.
+	// When the action succeeds the engine writes, for each, Tracked.Entry(link, ticket),
+	// replacing the map entry of that master ticket; ticket is the position the order result
+	// names, or 0 after a Close (on a netting follower: the master positions are still
+	// copied, but their net is flat).
+	Track []Tracked
+	// Untrack asks the engine to drop the ticket map entry of (link, MasterTicket) when the
+	// action succeeds: set on the Close of an orphan copy that the map points at (its master
+	// position is closed, the entry has no further use).
+	Untrack bool
+}
+
+// String describes the action for logs.
+func (a Action) String() string {
+	switch a.Kind {
+	case Open:
+		return fmt.Sprintf("open %s %s %v (master %d, %s) sl=%v tp=%v", a.Side, a.Symbol, a.Volume, a.MasterTicket, a.Reason, a.SL, a.TP)
+	case Modify:
+		return fmt.Sprintf("modify #%d %s sl=%v tp=%v (master %d, %s)", a.FollowerTicket, a.Symbol, a.SL, a.TP, a.MasterTicket, a.Reason)
+	}
+	return fmt.Sprintf("%s #%d %s %s %v (master %d, %s)", a.Kind, a.FollowerTicket, a.Side, a.Symbol, a.Volume, a.MasterTicket, a.Reason)
+}
+
+// OpenRequest returns the request of an Open action.
+func (a Action) OpenRequest(o broker.Order) broker.OpenRequest {
+	return broker.OpenRequest{Order: o, Symbol: a.Symbol, Side: a.Side, Type: broker.Market,
+		Volume: a.Volume, SL: a.SL, TP: a.TP, Magic: a.Magic, Comment: a.Comment}
+}
+
+// CloseRequest returns the request of a Close (Volume 0: the whole position) or
+// PartialClose action.
+func (a Action) CloseRequest(o broker.Order) broker.CloseRequest {
+	r := broker.CloseRequest{Order: o, Ticket: a.FollowerTicket}
+	if a.Kind == PartialClose {
+		r.Volume = a.Volume
+	}
+	return r
+}
+
+// ModifyRequest returns the request of a Modify action.
+func (a Action) ModifyRequest(o broker.Order) broker.ModifyRequest {
+	return broker.ModifyRequest{Order: o, Ticket: a.FollowerTicket, SL: a.SL, TP: a.TP}
+}

@@ -1,0 +1,78 @@
+package reconcile
+
+import (
+	"time"
+
+	"github.com/snapcopier/copier/broker"
+)
+
+// Link is one master→follower copy link (a copy_links row).
+type Link struct {
+	ID int64
+	// Magic is the magic number of every copy the link opens; it must be non-zero and
+	// unique among the links of one follower, or links would take each other's copies.
+	Magic    int64
+	Settings Settings
+}
+
+// TicketMapEntry is one row of the ticket map (copy_positions): the follower position that
+// copies a master position through a link. The engine keeps at most one entry per
+// (LinkID, MasterTicket); several master tickets may share a follower ticket on a netting
+// follower.
+type TicketMapEntry struct {
+	LinkID         int64
+	MasterTicket   int64
+	FollowerTicket int64
+	// Volume is the copy ratio: follower lots per master lot, fixed when the copy was
+	// opened (the copy's volume ÷ the master's volume at that moment). The copy's target
+	// volume is Volume × the master's current volume, so a master partial close is mirrored
+	// proportionally and idempotently: the target is absolute, a reduction already done is
+	// not repeated, and nothing needs rewriting after a partial close. A copy of 0.5 lots
+	// of a 2-lot master position has Volume 0.25; when the master is reduced to 1.2 lots the
+	// copy's target is 0.3 lots. Volume ≤ 0 means unknown: the planner re-derives it from
+	// the copy's volume (no reduction that round) and tracks the entry again.
+	Volume float64
+}
+
+// AccountState is one account as the planner sees it.
+type AccountState struct {
+	// Info carries balance, equity and (for the follower) the account mode.
+	Info broker.AccountInfo
+	// Positions are the account's open positions.
+	Positions []broker.Position
+	// Symbols are the account's symbol specs by name.
+	Symbols map[string]broker.SymbolSpec
+}
+
+// Input is everything one plan looks at: one link, its master and its follower.
+type Input struct {
+	Master   AccountState
+	Follower AccountState
+	Link     Link
+	// TicketMap holds the entries of this link (others are ignored): every entry the
+	// engine has not yet seen in a Result.Untrack, including those whose copy is gone.
+	TicketMap []TicketMapEntry
+	// Now is the current time on the master server's clock (position OpenTimes are on that
+	// clock), for the opening window.
+	Now time.Time
+}
+
+// Result is a plan.
+type Result struct {
+	// Actions are the orders to send, in order.
+	Actions []Action
+	// Skipped lists the positions left alone, and why.
+	Skipped []Skip
+	// Track lists ticket map entries to write now (upsert on LinkID, MasterTicket): copies
+	// found by their marker, re-pointed after a duplicate, or carried by a netting position
+	// that needs no order. Entries for actions are in Action.Track instead.
+	Track []TicketMapEntry
+	// Untrack lists ticket map entries to drop (mark closed): their master position is
+	// closed and their copy is gone (on a netting follower: their master position is closed).
+	Untrack []TicketMapEntry
+}
+
+// Converged reports whether the plan asks for nothing: no action and no ticket map change.
+func (r Result) Converged() bool {
+	return len(r.Actions) == 0 && len(r.Track) == 0 && len(r.Untrack) == 0
+}

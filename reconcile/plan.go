@@ -1,0 +1,167 @@
+package reconcile
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/snapcopier/copier/broker"
+)
+
+// Plan compares the master's positions with the follower's and returns the actions that
+// bring the follower's copies of this link in line, by the rules of the package doc:
+//
+//   - copies are matched by the ticket map, then by the link's magic number and marker;
+//   - a missing copy is opened when the master position passes the filters, is inside the
+//     opening window and the price deviation, sizes to a valid volume and fits the limits,
+//     unless the master ticket was copied before (a tombstone entry: its copy was closed on
+//     the follower and is not reopened);
+//   - copies of closed master positions (orphans) are closed, and so are duplicates
+//     (the oldest copy, by OpenTime then ticket, is kept);
+//   - a copy larger than its ratio × the master's volume is partially closed;
+//   - SL/TP that differ from the link's policy by more than half a point are modified;
+//   - on a netting follower each symbol's position is driven to the net of the master
+//     positions it copies (see the package doc).
+//
+// Positions without the link's magic number are never touched. Plan is a pure function.
+func Plan(in Input) Result {
+	return plan(in, scope{all: true})
+}
+
+// scope limits a plan to one master ticket (and, on a netting follower, its symbol): the
+// event path. Limits still count every copy.
+type scope struct {
+	all    bool
+	ticket int64
+	symbol string // netting: the follower symbol of ticket ("" = none)
+}
+
+// planner holds one plan under construction.
+type planner struct {
+	in      Input
+	s       Settings
+	sc      scope
+	masters []broker.Position         // open, sorted by OpenTime then ticket
+	master  map[int64]broker.Position // by ticket
+	entries []TicketMapEntry          // this link's, sorted by master then follower ticket
+	res     Result
+}
+
+func plan(in Input, sc scope) Result {
+	p := &planner{in: in, s: in.Link.Settings, sc: sc}
+	if !p.valid() {
+		return p.res
+	}
+	p.index()
+	if in.Follower.Info.Mode == broker.Netting {
+		p.netting()
+	} else {
+		p.hedging()
+	}
+	return p.finish()
+}
+
+// valid records a plan-wide skip and returns false when nothing can be planned.
+func (p *planner) valid() bool {
+	if p.in.Link.Magic == 0 {
+		p.res.Skipped = append(p.res.Skipped, Skip{Reason: SkipInvalidLink, Detail: fmt.Sprintf("link %d has magic number 0", p.in.Link.ID)})
+		return false
+	}
+	if err := p.s.Validate(); err != nil {
+		p.res.Skipped = append(p.res.Skipped, Skip{Reason: SkipInvalidLink, Detail: err.Error()})
+		return false
+	}
+	if m := p.in.Follower.Info.Mode; m != broker.Hedging && m != broker.Netting {
+		p.res.Skipped = append(p.res.Skipped, Skip{Reason: SkipAccountMode, Detail: fmt.Sprintf("follower account mode %d", m)})
+		return false
+	}
+	return true
+}
+
+// index sorts the master positions and this link's ticket map entries.
+func (p *planner) index() {
+	p.masters = slices.Clone(p.in.Master.Positions)
+	slices.SortFunc(p.masters, byAge)
+	p.master = make(map[int64]broker.Position, len(p.masters))
+	p.masters = slices.DeleteFunc(p.masters, func(m broker.Position) bool {
+		if _, dup := p.master[m.Ticket]; dup {
+			return true
+		}
+		p.master[m.Ticket] = m
+		return false
+	})
+	for _, e := range p.in.TicketMap {
+		if e.LinkID == p.in.Link.ID {
+			p.entries = append(p.entries, e)
+		}
+	}
+	slices.SortFunc(p.entries, byEntry)
+}
+
+// byAge orders positions by OpenTime, then ticket: the oldest first.
+func byAge(a, b broker.Position) int {
+	if c := a.OpenTime.Compare(b.OpenTime); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Ticket, b.Ticket)
+}
+
+// byEntry orders ticket map entries by master ticket, then follower ticket.
+func byEntry(a, b TicketMapEntry) int {
+	if c := cmp.Compare(a.MasterTicket, b.MasterTicket); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.FollowerTicket, b.FollowerTicket); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Volume, b.Volume)
+}
+
+// entriesByMaster groups this link's entries by master ticket (each group sorted).
+func (p *planner) entriesByMaster() map[int64][]TicketMapEntry {
+	out := make(map[int64][]TicketMapEntry)
+	for _, e := range p.entries {
+		out[e.MasterTicket] = append(out[e.MasterTicket], e)
+	}
+	return out
+}
+
+// inScope reports whether the plan may act for master ticket t.
+func (p *planner) inScope(t int64) bool { return p.sc.all || t == p.sc.ticket }
+
+// act appends an action.
+func (p *planner) act(a Action) { p.res.Actions = append(p.res.Actions, a) }
+
+// skip records a skip that concerns the plan's scope.
+func (p *planner) skip(s Skip) {
+	if p.sc.all || s.MasterTicket == p.sc.ticket || (s.MasterTicket == 0 && s.Symbol == p.sc.symbol && s.Symbol != "") {
+		p.res.Skipped = append(p.res.Skipped, s)
+	}
+}
+
+// track asks the engine to write an entry now.
+func (p *planner) track(masterTicket, followerTicket int64, ratio float64) {
+	p.res.Track = append(p.res.Track, TicketMapEntry{LinkID: p.in.Link.ID, MasterTicket: masterTicket, FollowerTicket: followerTicket, Volume: ratio})
+}
+
+// finish orders the result deterministically.
+func (p *planner) finish() Result {
+	slices.SortStableFunc(p.res.Actions, func(a, b Action) int { return cmp.Compare(a.Kind.order(), b.Kind.order()) })
+	slices.SortFunc(p.res.Track, byEntry)
+	slices.SortFunc(p.res.Untrack, byEntry)
+	return p.res
+}
+
+// followerSpec returns the follower's spec of a symbol.
+func (p *planner) followerSpec(name string) (broker.SymbolSpec, bool) {
+	s, ok := p.in.Follower.Symbols[name]
+	if ok && s.Name == "" {
+		s.Name = name
+	}
+	return s, ok
+}
+
+// resolve maps a master position's symbol to the follower's.
+func (p *planner) resolve(m broker.Position) (string, bool) {
+	return p.s.Symbols.ResolveIn(m.Symbol, p.in.Follower.Symbols)
+}
