@@ -12,13 +12,14 @@ import (
 // execFunc carries out an order on a locked account.
 type execFunc func(a *account, now time.Time) (outcome, error)
 
-// sessionOrder runs an order request from a session through the server, in this order:
+// order runs an order request from a session through the server, in this order:
 // latency (before the request is sent; ctx may end it), then under the account lock a
 // disconnect draw (fails before executing and drops the account's feeds), a timeout draw
 // (on a hit a coin decides whether the request or its reply was lost: either way the
 // caller gets ErrUnknownOutcome, and the order was processed only when the reply was
 // lost), then token fencing, de-duplication, a requote draw and the order itself. Every
-// request is logged once, with what really happened.
+// request that reached the account is logged once, with what really happened; one whose
+// context ended during the latency, or whose session had closed, never reached it.
 func (ss *session) order(ctx context.Context, ord broker.Order, e broker.OrderLogEntry, exec execFunc) (broker.OrderResult, error) {
 	f, err := ss.begin(ctx)
 	if err != nil {
