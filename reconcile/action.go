@@ -96,6 +96,7 @@ func (r Reason) String() string {
 // Tracked is one master position a follower position carries once an action has executed:
 // the engine writes TicketMapEntry{LinkID, MasterTicket, <the position's ticket>, Ratio}.
 type Tracked struct {
+	// MasterTicket is the master position carried.
 	MasterTicket int64
 	// Ratio is the copy ratio, follower lots per master lot (TicketMapEntry.Volume).
 	Ratio float64
@@ -108,8 +109,8 @@ func (t Tracked) Entry(linkID, followerTicket int64) TicketMapEntry {
 
 // Action is one order a plan asks the engine to send to the follower.
 type Action struct {
-	Kind   ActionKind
-	Reason Reason
+	Kind   ActionKind // what to do
+	Reason Reason     // why
 	// MasterTicket is the master position the action serves. On a netting follower, a
 	// reduction may serve several (or closed) master positions and names none (0), or the
 	// event's master position on the event path.
@@ -126,8 +127,9 @@ type Action struct {
 	Volume float64
 	// SL and TP are the stops to open with (Open) or to set (Modify); 0 = none.
 	SL, TP float64
-	// Magic and Comment mark an opened copy: the link's magic and Marker(MasterTicket).
-	Magic   int64
+	// Magic marks an opened copy: the link's magic number.
+	Magic int64
+	// Comment marks an opened copy: Marker(MasterTicket).
 	Comment string
 	// Price is the price an Open expects: the follower's Ask (buy) or Bid (sell) when known,
 	// else the master's open price. For slippage metrics; the order is a market order.
@@ -136,11 +138,11 @@ type Action struct {
 	// When the action succeeds the engine writes, for each, Tracked.Entry(link, ticket),
 	// replacing the map entry of that master ticket; ticket is the position the order result
 	// names, or 0 after a Close (on a netting follower: the master positions are still
-	// copied, but their net is flat).
+	// copied, but their net is flat). MapChanges applies these rules.
 	Track []Tracked
 	// Untrack asks the engine to drop the ticket map entry of (link, MasterTicket) when the
 	// action succeeds: set on the Close of an orphan copy that the map points at (its master
-	// position is closed, the entry has no further use).
+	// position is closed, the entry has no further use). MapChanges applies it.
 	Untrack bool
 }
 
@@ -153,6 +155,26 @@ func (a Action) String() string {
 		return fmt.Sprintf("modify #%d %s sl=%v tp=%v (master %d, %s)", a.FollowerTicket, a.Symbol, a.SL, a.TP, a.MasterTicket, a.Reason)
 	}
 	return fmt.Sprintf("%s #%d %s %s %v (master %d, %s)", a.Kind, a.FollowerTicket, a.Side, a.Symbol, a.Volume, a.MasterTicket, a.Reason)
+}
+
+// MapChanges returns the ticket map changes an action makes once it has succeeded with
+// result r: the entries to write (upsert on LinkID, MasterTicket: Track, pointed at the
+// position the result names, or at 0 after a Close) and the entries to drop (Untrack).
+func (a Action) MapChanges(linkID int64, r broker.OrderResult) (track, untrack []TicketMapEntry) {
+	ticket := a.FollowerTicket
+	switch {
+	case a.Kind == Close:
+		ticket = 0
+	case a.Kind == Open && r.Ticket != 0:
+		ticket = r.Ticket
+	}
+	for _, t := range a.Track {
+		track = append(track, t.Entry(linkID, ticket))
+	}
+	if a.Untrack {
+		untrack = []TicketMapEntry{{LinkID: linkID, MasterTicket: a.MasterTicket, FollowerTicket: a.FollowerTicket}}
+	}
+	return track, untrack
 }
 
 // OpenRequest returns the request of an Open action.

@@ -3,8 +3,9 @@
 // carried in order comments, and the planner that compares a master account with one of its
 // followers and returns the orders that bring the follower in line.
 //
-// Everything here is a plain function of its arguments: no database, no actors, no network,
-// no clock (the caller passes Now). The engine calls Plan after a gap, a takeover or an
+// The planning core is a set of plain functions of their arguments: no database, no
+// actors, no network, no clock (the caller passes Now). Only the Reconciler actor, which
+// fetches positions and calls Plan, has effects. The engine calls Plan after a gap, a takeover or an
 // unknown order outcome (the repair path) and PlanEvent for each in-order master event (the
 // fast path); both apply one set of rules, so the fast path can never do what a reconcile
 // would undo.
@@ -29,20 +30,27 @@
 // ratio: follower lots per master lot, fixed when the copy was opened. The target volume
 // of a copy is always ratio × the master's current volume (rounded down to the follower's
 // lot step), so a partial close on the master is mirrored proportionally, a partial close
-// that was already executed is never repeated (the target is absolute, not a delta), and a
-// netting follower can sum the targets of several master positions. Actions that open or
-// re-point copies carry Track items, and Result carries Track and Untrack lists, that keep
-// the map in line (see Result).
+// that was already executed is never repeated (the target is absolute, not a delta, so an
+// order whose outcome was unknown cannot be applied twice), and a netting follower can sum
+// the targets of several master positions.
+//
+// The plan says how to keep the map in line: Result.Track and Result.Untrack are written at
+// once; each Action's changes (Action.MapChanges) are written when the action succeeds.
+// Pass every entry of the link that has not been untracked.
 //
 // An entry whose follower position no longer exists while its master position is still open
 // is a tombstone: the copy was closed on the follower (by hand, by its stop-loss, by a stop
-// out) and the planner does not open it again. Keep passing such entries until the planner
-// lists them in Result.Untrack (it does once the master position has closed).
+// out) and the planner does not open it again (SkipCopyClosed). Keep passing such entries
+// until the planner untracks them, which it does once the master position has closed. On a
+// netting follower an entry with FollowerTicket 0 is not a tombstone: it says that the
+// master position is copied but the net of the link's copies on that symbol is flat.
 //
 // # Output
 //
 // Plans are deterministic: the same Input gives the same Result whatever the order of the
-// positions in it. Actions are ordered Close, PartialClose, Modify, Open (freeing margin and
-// limits first), and within a kind by master open time, master ticket and follower ticket.
-// Applying a plan and planning again yields no action.
+// positions and entries in it. Actions are ordered Close, PartialClose, Modify, Open (closes
+// free margin and limits first); within a kind they follow the master positions oldest first
+// (OpenTime, then ticket), then closed master tickets by ticket, and on a netting follower
+// the symbols by name. Applying a plan and planning again yields nothing to do
+// (Result.Converged).
 package reconcile

@@ -12,8 +12,8 @@ var ErrInvalidSettings = errors.New("invalid link settings")
 // FieldError is one problem with one settings field. Field is the JSON path of the field
 // ("sizing.multiplier", "filters.magics[2]").
 type FieldError struct {
-	Field   string
-	Problem string
+	Field   string // JSON path of the field
+	Problem string // what is wrong with it
 }
 
 // Error returns "field: problem".

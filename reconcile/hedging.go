@@ -21,72 +21,12 @@ func (b *hedgingBook) add(symbol string, volume float64) {
 
 // hedging plans a hedging follower: every copy is its own position.
 func (p *planner) hedging() {
-	magic := p.in.Link.Magic
-	var own []broker.Position
-	ownTickets := make(map[int64]bool)
-	for _, f := range p.in.Follower.Positions {
-		if f.Magic == magic && !ownTickets[f.Ticket] {
-			own = append(own, f)
-			ownTickets[f.Ticket] = true
-		}
-	}
-	slices.SortFunc(own, func(a, b broker.Position) int { return cmp.Compare(a.Ticket, b.Ticket) })
-
-	// Match: the ticket map first (one master ticket per follower ticket), then the marker.
 	entries := p.entriesByMaster()
-	owner := make(map[int64]int64)
-	for _, e := range p.entries {
-		if _, taken := owner[e.FollowerTicket]; !taken && ownTickets[e.FollowerTicket] {
-			owner[e.FollowerTicket] = e.MasterTicket
-		}
-	}
-	copies := make(map[int64][]broker.Position)
-	for _, f := range own {
-		if t, ok := owner[f.Ticket]; ok {
-			copies[t] = append(copies[t], f)
-		} else if t, ok := ParseMarker(f.Comment); ok {
-			copies[t] = append(copies[t], f)
-		} else if p.sc.all {
-			p.skip(Skip{FollowerTicket: f.Ticket, Symbol: f.Symbol, Reason: SkipUnidentified,
-				Detail: fmt.Sprintf("magic %d, comment %q, no ticket map entry", f.Magic, f.Comment)})
-		}
-	}
-
+	copies, owner := p.matchCopies()
 	book := hedgingBook{lots: make(map[string]float64)}
 	for _, t := range p.knownTickets(copies, entries) {
-		cs := copies[t]
-		slices.SortFunc(cs, byAge)
-		if !p.inScope(t) {
-			for _, c := range cs {
-				book.add(c.Symbol, c.Volume)
-			}
-			continue
-		}
-		m, open := p.master[t]
-		switch {
-		case !open:
-			if len(cs) == 0 {
-				p.res.Untrack = append(p.res.Untrack, entries[t]...)
-			}
-			mapped := slices.ContainsFunc(cs, func(c broker.Position) bool { return owner[c.Ticket] == t })
-			for _, c := range cs {
-				a := closeAction(c, t, ReasonMasterClosed)
-				a.Untrack = len(entries[t]) > 0 && (owner[c.Ticket] == t || !mapped)
-				p.act(a)
-			}
-		case len(cs) == 0:
-			p.skip(Skip{MasterTicket: t, FollowerTicket: entries[t][0].FollowerTicket, Symbol: m.Symbol, Reason: SkipCopyClosed,
-				Detail: fmt.Sprintf("copy #%d is no longer on the follower", entries[t][0].FollowerTicket)})
-		default:
-			for _, dup := range cs[1:] {
-				p.act(closeAction(dup, t, ReasonDuplicate))
-			}
-			if v := p.manageCopy(m, cs[0], entries[t]); v > 0 {
-				book.add(cs[0].Symbol, v)
-			}
-		}
+		p.manageTicket(t, copies[t], entries[t], owner, &book)
 	}
-
 	for _, m := range p.masters {
 		if !p.inScope(m.Ticket) || len(copies[m.Ticket]) > 0 || len(entries[m.Ticket]) > 0 {
 			continue
@@ -98,6 +38,83 @@ func (p *planner) hedging() {
 		if v, ok := p.fitLimits(c, &book); ok {
 			p.act(p.openAction(c, v))
 			book.add(c.symbol, v)
+		}
+	}
+}
+
+// matchCopies finds the link's copies on the follower, by master ticket (each list oldest
+// first): through the ticket map first (one master ticket per follower ticket, the map
+// wins over the comment), then through the marker. owner maps the follower tickets the map
+// matched to their master ticket. Positions of the link's magic that match neither are
+// reported as unidentified and left alone.
+func (p *planner) matchCopies() (copies map[int64][]broker.Position, owner map[int64]int64) {
+	var own []broker.Position
+	ownTickets := make(map[int64]bool)
+	for _, f := range p.in.Follower.Positions {
+		if f.Magic == p.in.Link.Magic && !ownTickets[f.Ticket] {
+			own = append(own, f)
+			ownTickets[f.Ticket] = true
+		}
+	}
+	slices.SortFunc(own, func(a, b broker.Position) int { return cmp.Compare(a.Ticket, b.Ticket) })
+
+	owner = make(map[int64]int64)
+	for _, e := range p.entries {
+		if _, taken := owner[e.FollowerTicket]; !taken && ownTickets[e.FollowerTicket] {
+			owner[e.FollowerTicket] = e.MasterTicket
+		}
+	}
+	copies = make(map[int64][]broker.Position)
+	for _, f := range own {
+		if t, ok := owner[f.Ticket]; ok {
+			copies[t] = append(copies[t], f)
+		} else if t, ok := ParseMarker(f.Comment); ok {
+			copies[t] = append(copies[t], f)
+		} else if p.sc.all {
+			p.skip(Skip{FollowerTicket: f.Ticket, Symbol: f.Symbol, Reason: SkipUnidentified,
+				Detail: fmt.Sprintf("magic %d, comment %q, no ticket map entry", f.Magic, f.Comment)})
+		}
+	}
+	for _, cs := range copies {
+		slices.SortFunc(cs, byAge)
+	}
+	return copies, owner
+}
+
+// manageTicket plans the copies cs and entries es of master ticket t: orphans closed (and
+// untracked), a tombstone reported, duplicates closed and the kept copy managed. book
+// counts what stays open.
+func (p *planner) manageTicket(t int64, cs []broker.Position, es []TicketMapEntry, owner map[int64]int64, book *hedgingBook) {
+	if !p.inScope(t) {
+		for _, c := range cs {
+			book.add(c.Symbol, c.Volume)
+		}
+		return
+	}
+	m, open := p.master[t]
+	switch {
+	case !open:
+		if len(cs) == 0 {
+			p.res.Untrack = append(p.res.Untrack, es...)
+			return
+		}
+		// The entry goes with the copy it points at (with any close when it points at
+		// none): until then it is what finds a copy whose comment was overwritten.
+		mapped := slices.ContainsFunc(cs, func(c broker.Position) bool { return owner[c.Ticket] == t })
+		for _, c := range cs {
+			a := closeAction(c, t, ReasonMasterClosed)
+			a.Untrack = len(es) > 0 && (owner[c.Ticket] == t || !mapped)
+			p.act(a)
+		}
+	case len(cs) == 0:
+		p.skip(Skip{MasterTicket: t, FollowerTicket: es[0].FollowerTicket, Symbol: m.Symbol, Reason: SkipCopyClosed,
+			Detail: fmt.Sprintf("copy #%d is no longer on the follower", es[0].FollowerTicket)})
+	default:
+		for _, dup := range cs[1:] {
+			p.act(closeAction(dup, t, ReasonDuplicate))
+		}
+		if v := p.manageCopy(m, cs[0], es); v > 0 {
+			book.add(cs[0].Symbol, v)
 		}
 	}
 }
@@ -184,11 +201,11 @@ func (p *planner) manageCopy(m broker.Position, c broker.Position, es []TicketMa
 	volume := c.Volume
 	spec, hasSpec := p.followerSpec(c.Symbol)
 	if known && hasSpec {
-		if v, closed := p.reduce(m, c, spec, ratio); closed {
+		v, closed := p.reduce(m, c, spec, ratio)
+		if closed {
 			return 0
-		} else {
-			volume = v
 		}
+		volume = v
 	}
 
 	side, msl, mtp := copySide(p.s, m)
@@ -215,8 +232,7 @@ func (p *planner) reduce(m, c broker.Position, spec broker.SymbolSpec, ratio flo
 	}
 	if target < rules.min {
 		if !p.s.Sizing.ForceMin {
-			a := closeAction(c, m.Ticket, ReasonRemainderBelowMin)
-			p.act(a)
+			p.act(closeAction(c, m.Ticket, ReasonRemainderBelowMin))
 			return 0, true
 		}
 		target = rules.min
@@ -226,7 +242,7 @@ func (p *planner) reduce(m, c broker.Position, spec broker.SymbolSpec, ratio flo
 	}
 	d := roundToStep(c.Volume-target, rules.step)
 	if d < spec.MinLot {
-		p.skip(Skip{MasterTicket: m.Ticket, FollowerTicket: c.Ticket, Symbol: m.Symbol, Reason: SkipReduceBelowMin,
+		p.skip(Skip{MasterTicket: m.Ticket, FollowerTicket: c.Ticket, Symbol: m.Symbol, Reason: SkipAdjustBelowMin,
 			Detail: fmt.Sprintf("copy %v, target %v: closing %v is below the minimum %v", c.Volume, target, d, spec.MinLot)})
 		return c.Volume, false
 	}

@@ -8,10 +8,12 @@ import (
 
 // Link is one master→follower copy link (a copy_links row).
 type Link struct {
+	// ID is the copy_links row id.
 	ID int64
 	// Magic is the magic number of every copy the link opens; it must be non-zero and
 	// unique among the links of one follower, or links would take each other's copies.
-	Magic    int64
+	Magic int64
+	// Settings are the link's parsed settings.
 	Settings Settings
 }
 
@@ -20,9 +22,9 @@ type Link struct {
 // (LinkID, MasterTicket); several master tickets may share a follower ticket on a netting
 // follower.
 type TicketMapEntry struct {
-	LinkID         int64
-	MasterTicket   int64
-	FollowerTicket int64
+	LinkID         int64 // the link
+	MasterTicket   int64 // the master position
+	FollowerTicket int64 // its copy (on a netting follower 0: carried by a flat net)
 	// Volume is the copy ratio: follower lots per master lot, fixed when the copy was
 	// opened (the copy's volume ÷ the master's volume at that moment). The copy's target
 	// volume is Volume × the master's current volume, so a master partial close is mirrored
@@ -46,9 +48,9 @@ type AccountState struct {
 
 // Input is everything one plan looks at: one link, its master and its follower.
 type Input struct {
-	Master   AccountState
-	Follower AccountState
-	Link     Link
+	Master   AccountState // the link's master
+	Follower AccountState // the follower (Info.Mode: hedging or netting)
+	Link     Link         // the link planned
 	// TicketMap holds the entries of this link (others are ignored): every entry the
 	// engine has not yet seen in a Result.Untrack, including those whose copy is gone.
 	TicketMap []TicketMapEntry
@@ -65,7 +67,8 @@ type Result struct {
 	Skipped []Skip
 	// Track lists ticket map entries to write now (upsert on LinkID, MasterTicket): copies
 	// found by their marker, re-pointed after a duplicate, or carried by a netting position
-	// that needs no order. Entries for actions are in Action.Track instead.
+	// that needs no order. Changes that depend on an order's outcome come from
+	// Action.MapChanges instead.
 	Track []TicketMapEntry
 	// Untrack lists ticket map entries to drop (mark closed): their master position is
 	// closed and their copy is gone (on a netting follower: their master position is closed).

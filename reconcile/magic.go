@@ -10,7 +10,8 @@ import (
 // MagicRange is an inclusive range of master magic numbers. In JSON it is a string, "42" or
 // "1010-1019"; a bare number is accepted too.
 type MagicRange struct {
-	From, To int64
+	From int64 // first magic number of the range
+	To   int64 // last magic number of the range (From for a single number)
 }
 
 // ParseMagicRange parses "42" or "1010-1019" (spaces around the dash are allowed). Magic

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/snapcopier/copier/broker"
@@ -26,12 +25,16 @@ type netSymbol struct {
 	dups    []broker.Position
 	foreign bool // a position of another magic holds the symbol
 	shares  []share
+
+	// Set by planSymbol:
+	spec  broker.SymbolSpec
+	rules lotRules
+	track []Tracked // every share, for the action that leaves the position
 }
 
 // netting plans a netting follower: one position per symbol carries every copy on it.
 func (p *planner) netting() {
 	syms := p.netSymbols()
-	entries := p.entriesByMaster()
 
 	// Entries of closed master positions are done: their share leaves the net below.
 	for _, e := range p.entries {
@@ -39,26 +42,46 @@ func (p *planner) netting() {
 			p.res.Untrack = append(p.res.Untrack, e)
 		}
 	}
+	fresh, carried := p.carriedShares(syms)
+	p.admitShares(syms, fresh, carried)
 
-	// Shares carried already (ticket map, or the position's marker) count toward the limits
-	// before any new one is admitted, whatever the scope.
-	carried := 0
-	var fresh []broker.Position
+	names := make([]string, 0, len(syms))
+	for name := range syms {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if p.sc.all || name == p.sc.symbol {
+			p.planSymbol(syms[name])
+		}
+	}
+}
+
+// carriedShares adds to syms the shares the link's positions carry already (by the ticket
+// map, or by the position's marker), records tombstones, and returns the master positions
+// that could be copied anew and how many shares are carried (for max_open_copies, whatever
+// the scope).
+func (p *planner) carriedShares(syms map[string]*netSymbol) (fresh []broker.Position, carried int) {
+	entries := p.entriesByMaster()
 	for _, m := range p.masters {
-		sym, ok := p.resolve(m)
+		sym, mapped := p.resolve(m)
 		ns := syms[sym]
+		if !mapped {
+			ns = nil
+		}
+		side, _, _ := copySide(p.s, m)
 		if es := entries[m.Ticket]; len(es) > 0 {
-			if ok && ns != nil && ns.foreign {
+			if ns != nil && ns.foreign {
 				p.skip(Skip{MasterTicket: m.Ticket, Symbol: m.Symbol, Reason: SkipNettingSymbolBusy,
 					Detail: fmt.Sprintf("%s is held by a position of another magic number", sym)})
 				continue
 			}
 			var at int64 // the link's position on the symbol; 0 when flat
-			if ok && ns != nil && ns.pos != nil {
+			if ns != nil && ns.pos != nil {
 				at = ns.pos.Ticket
 			}
 			e, live := liveEntry(es, at)
-			if !ok || !live {
+			if !mapped || !live {
 				p.skip(Skip{MasterTicket: m.Ticket, FollowerTicket: e.FollowerTicket, Symbol: m.Symbol, Reason: SkipCopyClosed,
 					Detail: fmt.Sprintf("copy #%d is no longer on the follower", e.FollowerTicket)})
 				continue
@@ -67,7 +90,6 @@ func (p *planner) netting() {
 				ns = &netSymbol{name: sym}
 				syms[sym] = ns
 			}
-			side, _, _ := copySide(p.s, m)
 			sh := share{m: m, side: side, ratio: e.Volume}
 			if !positive(sh.ratio) {
 				sh.ratio, sh.fresh = p.adoptRatio(m, ns), true
@@ -76,21 +98,25 @@ func (p *planner) netting() {
 			carried++
 			continue
 		}
-		if ok && ns != nil && ns.pos != nil && !ns.foreign {
-			if t, ok := ParseMarker(ns.pos.Comment); ok && t == m.Ticket {
-				side, _, _ := copySide(p.s, m)
+		if ns != nil && ns.pos != nil && !ns.foreign {
+			if t, marked := ParseMarker(ns.pos.Comment); marked && t == m.Ticket {
 				ns.shares = append(ns.shares, share{m: m, side: side, ratio: p.adoptRatio(m, ns), fresh: true})
 				carried++
 				continue
 			}
 		}
 		// The event path plans the event's symbol as a whole: a missed copy on it is
-		// opened too, so that the net target never leaves out a carried master position.
-		if p.sc.all || (ok && sym == p.sc.symbol) {
+		// opened too, so that the net target never leaves out a master position.
+		if p.sc.all || (mapped && sym == p.sc.symbol) {
 			fresh = append(fresh, m)
 		}
 	}
+	return fresh, carried
+}
 
+// admitShares adds the master positions that pass every check for a new copy as fresh
+// shares, oldest first, while max_open_copies allows.
+func (p *planner) admitShares(syms map[string]*netSymbol, fresh []broker.Position, carried int) {
 	for _, m := range fresh {
 		c, ok := p.evaluate(m)
 		if !ok {
@@ -115,17 +141,6 @@ func (p *planner) netting() {
 		// per share would depend on the order shares arrive in.
 		ns.shares = append(ns.shares, share{m: m, side: c.side, ratio: c.ratio(), fresh: true})
 		carried++
-	}
-
-	names := make([]string, 0, len(syms))
-	for name := range syms {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if ns := syms[name]; p.sc.all || name == p.sc.symbol {
-			p.planSymbol(ns)
-		}
 	}
 }
 
@@ -190,188 +205,4 @@ func netOf(shares []share) float64 {
 		n += s.volume()
 	}
 	return n
-}
-
-// planSymbol drives the link's position on one symbol to the net of its shares.
-func (p *planner) planSymbol(ns *netSymbol) {
-	for _, d := range ns.dups {
-		p.act(closeAction(d, 0, ReasonDuplicate))
-	}
-	if ns.foreign {
-		return
-	}
-	slices.SortFunc(ns.shares, func(a, b share) int { return byAge(a.m, b.m) })
-	spec, hasSpec := p.followerSpec(ns.name)
-	cur := 0.0
-	if ns.pos != nil {
-		cur = float64(ns.pos.Side) * ns.pos.Volume
-	}
-	if len(ns.shares) == 0 {
-		if ns.pos != nil {
-			p.act(closeAction(*ns.pos, p.eventTicket(), ReasonMasterClosed))
-		}
-		return
-	}
-	rules, why, detail := lotRulesFor(spec, p.s.Sizing)
-	if !hasSpec || why != 0 {
-		for _, s := range ns.shares {
-			p.skip(Skip{MasterTicket: s.m.Ticket, Symbol: s.m.Symbol, Reason: SkipSymbolSpec, Detail: detail})
-		}
-		return
-	}
-
-	target := p.netTarget(ns.shares, rules)
-	track := make([]Tracked, len(ns.shares))
-	for i, s := range ns.shares {
-		track[i] = Tracked{MasterTicket: s.m.Ticket, Ratio: s.ratio}
-	}
-	side := sideOf(target)
-	lead := leadShare(ns.shares, side)
-
-	if rules.same(target, cur) {
-		var at int64
-		if ns.pos != nil {
-			at = ns.pos.Ticket
-			p.fixNetStops(ns, spec, lead, ns.pos.OpenPrice)
-		}
-		for _, s := range ns.shares {
-			if s.fresh {
-				p.track(s.m.Ticket, at, s.ratio)
-			}
-		}
-		return
-	}
-	// A Close keeps its shares tracked, flat (FollowerTicket 0): they are still copied,
-	// their net is just zero, and an Open that follows re-points them.
-	netClose := Action{}
-	if ns.pos != nil {
-		netClose = closeAction(*ns.pos, p.eventTicket(), ReasonNetTarget)
-		netClose.Track = track
-	}
-	switch {
-	case ns.pos == nil:
-		p.netOpen(ns, spec, rules, lead, lead, math.Abs(target), target, 0, track)
-	case target == 0:
-		p.act(netClose)
-	case sideOf(cur) != side:
-		p.act(netClose)
-		p.netOpen(ns, spec, rules, lead, lead, math.Abs(target), target, 0, track)
-	case math.Abs(target) > math.Abs(cur):
-		p.netOpen(ns, spec, rules, lead, firstFresh(ns.shares, side, lead), math.Abs(target)-math.Abs(cur), target, cur, track)
-	default:
-		d := roundToStep(math.Abs(cur)-math.Abs(target), rules.step)
-		if d < spec.MinLot {
-			p.skip(Skip{MasterTicket: p.eventTicket(), FollowerTicket: ns.pos.Ticket, Symbol: ns.name, Reason: SkipReduceBelowMin,
-				Detail: fmt.Sprintf("position %v, target %v: closing %v is below the minimum %v", cur, target, d, spec.MinLot)})
-			return
-		}
-		p.act(Action{Kind: PartialClose, Reason: ReasonNetTarget, MasterTicket: p.eventTicket(), FollowerTicket: ns.pos.Ticket,
-			Symbol: ns.name, Side: ns.pos.Side, Volume: d, Track: track})
-		p.fixNetStops(ns, spec, lead, ns.pos.OpenPrice)
-	}
-}
-
-// netTarget is the signed net of the shares: rounded toward zero to the step, capped at the
-// maximum (and max_lots_per_symbol), and 0 below the minimum unless force_min is set.
-func (p *planner) netTarget(shares []share, rules lotRules) float64 {
-	n := netOf(shares)
-	sign := float64(sideOf(n))
-	v := RoundDownToStep(math.Abs(n), rules.step)
-	capAt := rules.max
-	if l := p.s.Limits.MaxLotsPerSymbol; l > 0 {
-		capAt = math.Min(capAt, RoundDownToStep(l, rules.step))
-	}
-	if v > capAt {
-		v = capAt
-	}
-	if v < rules.min {
-		if !p.s.Sizing.ForceMin || v == 0 {
-			return 0
-		}
-		v = rules.min
-	}
-	return sign * v
-}
-
-// netOpen opens (or adds) volume on the symbol. cur is the current signed net position.
-func (p *planner) netOpen(ns *netSymbol, spec broker.SymbolSpec, rules lotRules, lead, by share, volume, target, cur float64, track []Tracked) {
-	volume = roundToStep(volume, rules.step)
-	side := sideOf(target)
-	if volume < spec.MinLot {
-		p.skip(Skip{MasterTicket: by.m.Ticket, Symbol: ns.name, Reason: SkipReduceBelowMin,
-			Detail: fmt.Sprintf("position %v, target %v: adding %v is below the minimum %v", cur, target, volume, spec.MinLot)})
-		return
-	}
-	if !spec.TradeAllowed {
-		p.skip(Skip{MasterTicket: by.m.Ticket, Symbol: ns.name, Reason: SkipTradeDisabled,
-			Detail: fmt.Sprintf("follower symbol %s is not tradable", ns.name)})
-		return
-	}
-	price := expectedPrice(spec, side, lead.m.OpenPrice)
-	base := price
-	var onTicket int64
-	if cur != 0 && ns.pos != nil {
-		base = (math.Abs(cur)*ns.pos.OpenPrice + volume*price) / (math.Abs(cur) + volume)
-		onTicket = ns.pos.Ticket
-	}
-	_, msl, mtp := copySide(p.s, lead.m)
-	sl, tp := wantStops(p.s.Stops, spec, side, msl, mtp, base)
-	reason := ReasonNetTarget
-	if by.fresh && cur == 0 {
-		reason = ReasonCopyMissing
-	}
-	p.act(Action{Kind: Open, Reason: reason, MasterTicket: by.m.Ticket, FollowerTicket: onTicket,
-		Symbol: ns.name, Side: side, Volume: volume, SL: sl, TP: tp,
-		Magic: p.in.Link.Magic, Comment: Marker(by.m.Ticket), Price: price, Track: track})
-}
-
-// fixNetStops modifies the position's SL/TP when they differ from what the lead share wants.
-func (p *planner) fixNetStops(ns *netSymbol, spec broker.SymbolSpec, lead share, base float64) {
-	if lead.side != ns.pos.Side {
-		return
-	}
-	_, msl, mtp := copySide(p.s, lead.m)
-	sl, tp := wantStops(p.s.Stops, spec, lead.side, msl, mtp, base)
-	if !samePrice(ns.pos.SL, sl, spec) || !samePrice(ns.pos.TP, tp, spec) {
-		p.act(Action{Kind: Modify, Reason: ReasonStops, MasterTicket: lead.m.Ticket, FollowerTicket: ns.pos.Ticket,
-			Symbol: ns.name, Side: ns.pos.Side, Volume: ns.pos.Volume, SL: sl, TP: tp})
-	}
-}
-
-// leadShare is the oldest share on side (its master's stops and marker go to the net
-// position); the oldest share when none is on side.
-func leadShare(shares []share, side broker.Side) share {
-	for _, s := range shares {
-		if s.side == side {
-			return s
-		}
-	}
-	return shares[0]
-}
-
-// firstFresh is the oldest new share on side, else lead: the master position an addition
-// serves.
-func firstFresh(shares []share, side broker.Side, lead share) share {
-	for _, s := range shares {
-		if s.fresh && s.side == side {
-			return s
-		}
-	}
-	return lead
-}
-
-// sideOf is the side of a signed volume (Buy for ≥ 0).
-func sideOf(v float64) broker.Side {
-	if v < 0 {
-		return broker.Sell
-	}
-	return broker.Buy
-}
-
-// eventTicket is the master ticket of the event path, 0 for a full plan.
-func (p *planner) eventTicket() int64 {
-	if p.sc.all {
-		return 0
-	}
-	return p.sc.ticket
 }

@@ -228,7 +228,7 @@ func TestPlanReduceBelowMinLotIsSkipped(t *testing.T) {
 	in.Follower.Positions = []broker.Position{copyOf(7001, 501, "EURUSD", broker.Buy, 1)}
 	in.TicketMap = []TicketMapEntry{{LinkID: 1, MasterTicket: 501, FollowerTicket: 7001, Volume: 1}}
 	res := Plan(in)
-	if len(res.Actions) != 0 || !slices.Contains(skipReasons(res), SkipReduceBelowMin) {
+	if len(res.Actions) != 0 || !slices.Contains(skipReasons(res), SkipAdjustBelowMin) {
 		t.Fatalf("actions %v, skips %v", res.Actions, res.Skipped)
 	}
 }

@@ -19,16 +19,16 @@ type follower struct {
 }
 
 // execute carries out a plan of link at time now, as the engine would: every action in
-// order, writing Action.Track with the resulting ticket, then Result.Track and
-// Result.Untrack.
+// order, applying its MapChanges, then Result.Track and Result.Untrack.
 func (f *follower) execute(linkID int64, res Result, now time.Time) {
 	for _, a := range res.Actions {
 		ticket := f.do(a, now)
-		for _, t := range a.Track {
-			f.upsert(t.Entry(linkID, ticket))
+		track, untrack := a.MapChanges(linkID, broker.OrderResult{Ticket: ticket, Volume: a.Volume})
+		for _, e := range track {
+			f.upsert(e)
 		}
-		if a.Untrack {
-			f.drop(linkID, a.MasterTicket)
+		for _, e := range untrack {
+			f.drop(e.LinkID, e.MasterTicket)
 		}
 	}
 	for _, e := range res.Track {

@@ -45,9 +45,9 @@ const (
 	// SkipNettingSymbolBusy: on a netting follower the symbol's one position belongs to
 	// someone else (a manual trade or another link).
 	SkipNettingSymbolBusy
-	// SkipReduceBelowMin: the copy should shrink by less than the minimum volume, which
-	// the server cannot close.
-	SkipReduceBelowMin
+	// SkipAdjustBelowMin: the copy should shrink (or, on a netting follower, grow) by less
+	// than the minimum volume, which the server cannot trade.
+	SkipAdjustBelowMin
 	// SkipInvalidLink: the link's settings are invalid or its magic number is 0; nothing is
 	// planned.
 	SkipInvalidLink
@@ -96,8 +96,8 @@ func (r SkipReason) String() string {
 		return "unidentified"
 	case SkipNettingSymbolBusy:
 		return "netting_symbol_busy"
-	case SkipReduceBelowMin:
-		return "reduce_below_min"
+	case SkipAdjustBelowMin:
+		return "adjust_below_min"
 	case SkipInvalidLink:
 		return "invalid_link"
 	case SkipAccountMode:
@@ -117,6 +117,7 @@ type Skip struct {
 	FollowerTicket int64
 	// Symbol is the master symbol (or the follower's, for a follower position).
 	Symbol string
+	// Reason is why.
 	Reason SkipReason
 	// Detail gives the numbers behind the reason ("age 75s > 60s").
 	Detail string

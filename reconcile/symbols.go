@@ -26,11 +26,13 @@ import (
 type SymbolMap struct {
 	// Pairs maps a master symbol (full or base name) to a follower symbol.
 	Pairs map[string]string `json:"pairs,omitempty"`
-	// MasterPrefix and MasterSuffix are stripped from master names to get the base name.
+	// MasterPrefix is stripped from master names to get the base name ("m.").
 	MasterPrefix string `json:"master_prefix,omitempty"`
+	// MasterSuffix is stripped from master names to get the base name (".pro").
 	MasterSuffix string `json:"master_suffix,omitempty"`
-	// FollowerPrefix and FollowerSuffix are added to the base name.
+	// FollowerPrefix is put before the base name for the follower.
 	FollowerPrefix string `json:"follower_prefix,omitempty"`
+	// FollowerSuffix is put after the base name for the follower (".m").
 	FollowerSuffix string `json:"follower_suffix,omitempty"`
 }
 

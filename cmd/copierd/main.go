@@ -1,6 +1,9 @@
 // Command copierd is the copier's node process and its tools, one binary with subcommands:
 //
+//	copierd run       run a node: claim follower accounts, copy their masters' trades
 //	copierd migrate   apply the database migrations
+//	copierd sim       serve a simulated trade server over the bridge protocol
+//	copierd demo      run a whole copier on this machine and show it working
 //	copierd help      list subcommands; copierd CMD -h documents every flag
 //
 // Every flag has an environment equivalent (COPIER_ plus the flag name in upper case with
@@ -31,9 +34,13 @@ type command struct {
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
+// commands lists the subcommands in the order help shows them.
 func commands() []command {
 	return []command{
+		{"run", "run a node: claim follower accounts and copy their masters' trades", runRun},
 		{"migrate", "apply the database migrations (exit 0 when up to date)", runMigrate},
+		{"sim", "serve a simulated trade server over the bridge protocol", runSim},
+		{"demo", "run masters, followers, nodes and a simulator on this machine", runDemo},
 	}
 }
 

@@ -1,0 +1,792 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/leasekeeper"
+	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/store"
+	"github.com/snapcopier/copier/store/pgcluster"
+)
+
+// demoSynopsis is the help text of the command.
+const demoSynopsis = `Runs a whole copier on this machine and shows it working: a throwaway PostgreSQL (unless
+--database-url is given), an in-process simulated trade server, --masters master accounts,
+--followers follower accounts linked to them with several sizing modes (lot multiplier,
+fixed lot, balance ratio, equity ratio), --nodes nodes that share the followers through
+their leases, and a seeded generator that trades on the masters (opens, SL/TP changes,
+partial closes, closes). It prints the status page's URL, a progress line every
+--progress, and at the end (Ctrl-C or --duration) a verdict: are every follower's copies
+in line with its master? Everything it started is stopped and removed on exit.
+
+Exit status: 0 when every follower is in line, 1 when not (or on a failure), 2 on bad
+flags. With --database-url the database must hold no follower accounts yet; it is
+migrated, and the demo's accounts are left in it.`
+
+// demoFlags are the flags of copierd demo.
+type demoFlags struct {
+	dbURL                      string
+	nodes, masters, followers  int
+	capacity                   int
+	httpAddr                   string
+	duration, progress, settle time.Duration
+	lease, fence, interval     time.Duration
+	rate                       float64
+	seed                       uint64
+	logFormat, logLevel        string
+}
+
+// runDemo is the demo subcommand.
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("demo", demoSynopsis, stderr)
+	var f demoFlags
+	fs.StringVar(&f.dbURL, "database-url", "", "PostgreSQL URL of an empty database (empty: start a throwaway PostgreSQL)")
+	fs.IntVar(&f.nodes, "nodes", 3, "number of in-process nodes")
+	fs.IntVar(&f.masters, "masters", 5, "number of master accounts")
+	fs.IntVar(&f.followers, "followers", 300, "number of follower accounts (platform sim)")
+	fs.IntVar(&f.capacity, "capacity", 0, "capacity of each node (0: an even share, followers ÷ nodes rounded up)")
+	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "serve the status page, /healthz, /readyz and /metrics on HOST:PORT (empty: off; port 0 picks one)")
+	fs.DurationVar(&f.duration, "duration", 0, "stop after trading this long (0: run until Ctrl-C)")
+	fs.DurationVar(&f.progress, "progress", 2*time.Second, "time between progress lines")
+	fs.DurationVar(&f.settle, "settle", 15*time.Second, "at the end, how long to wait for the copies to catch up before the verdict")
+	fs.DurationVar(&f.lease, "lease", 6*time.Second, "lease length of the nodes")
+	fs.DurationVar(&f.fence, "fence", 2*time.Second, "fence of the nodes")
+	fs.DurationVar(&f.interval, "interval", time.Second, "lease cycle interval of the nodes")
+	fs.Float64Var(&f.rate, "rate", 4, "master trading events per second, over all masters")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the trading generator and the simulator")
+	fs.StringVar(&f.logFormat, "log-format", "console", "log format: json or console")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "log level: trace, debug, info, warn or error")
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	usageErr := func(err error) int {
+		fmt.Fprintf(stderr, "copierd demo: %s\n", oneLine(err))
+		return exitUsage
+	}
+	switch {
+	case f.nodes < 1 || f.nodes > 100:
+		return usageErr(fmt.Errorf("--nodes %d: want 1 to 100", f.nodes))
+	case f.masters < 1 || f.masters > 10_000:
+		return usageErr(fmt.Errorf("--masters %d: want 1 to 10000", f.masters))
+	case f.followers < 0 || f.followers > 100_000:
+		return usageErr(fmt.Errorf("--followers %d: want 0 to 100000", f.followers))
+	case f.capacity < 0:
+		return usageErr(fmt.Errorf("--capacity %d: must not be negative", f.capacity))
+	case f.duration < 0 || f.settle < 0:
+		return usageErr(errors.New("--duration and --settle must not be negative"))
+	case f.progress <= 0:
+		return usageErr(errors.New("--progress must be positive"))
+	case !(f.rate > 0 && f.rate <= 1000):
+		return usageErr(fmt.Errorf("--rate %v: want more than 0 and at most 1000 events per second", f.rate))
+	}
+	timing := leasekeeper.Config{Lease: f.lease, Fence: f.fence, Interval: f.interval}
+	if err := timing.Validate(); err != nil {
+		return usageErr(err)
+	}
+	if f.dbURL != "" {
+		if _, err := store.ParseConfig(f.dbURL, store.Options{}); err != nil {
+			return usageErr(err)
+		}
+	}
+	if f.httpAddr != "" {
+		if err := checkListenAddr("http", f.httpAddr); err != nil {
+			return usageErr(err)
+		}
+	}
+	log, err := newLogger(stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		return usageErr(err)
+	}
+	if f.capacity == 0 {
+		f.capacity = max(1, (f.followers+f.nodes-1)/f.nodes)
+	}
+	d := &demo{f: f, timing: timing, out: stdout, errOut: stderr, log: log}
+	return d.run(ctx)
+}
+
+// demoMaster is one master account of the demo.
+type demoMaster struct {
+	id    int64
+	login string
+}
+
+// demoFollower is one follower account of the demo and its link.
+type demoFollower struct {
+	id       int64
+	login    string
+	master   int // index into demo.masters
+	magic    int64
+	settings reconcile.Settings
+}
+
+// demo is one run of copierd demo.
+type demo struct {
+	f      demoFlags
+	timing leasekeeper.Config
+	out    io.Writer // progress and results; written by the run goroutine only
+	errOut io.Writer
+	log    zerolog.Logger
+
+	sim       *sim.Server
+	pool      *pgxpool.Pool
+	masters   []demoMaster
+	followers []demoFollower
+	nodes     []*actors.Node
+	gen       *generator
+	dbURL     string
+	started   atomic.Pointer[time.Time] // when trading started; read by the HTTP handler
+}
+
+// printf writes one line of output.
+func (d *demo) printf(format string, args ...any) {
+	fmt.Fprintf(d.out, format+"\n", args...)
+}
+
+// run sets the demo up, runs it until ctx ends or the duration passes, tears it down and
+// returns the exit code.
+func (d *demo) run(ctx context.Context) (code int) {
+	// Bind the HTTP port first: a port in use is reported before anything starts.
+	var listener net.Listener
+	if d.f.httpAddr != "" {
+		l, err := net.Listen("tcp", d.f.httpAddr)
+		if err != nil {
+			fmt.Fprintf(d.errOut, "copierd demo: %s (--http 127.0.0.1:0 picks a free port; --http '' turns it off)\n", oneLine(err))
+			return exitFailure
+		}
+		listener = l
+		defer listener.Close()
+	}
+	interrupted := func(stage string) int {
+		d.printf("interrupted while %s; cleaning up", stage)
+		return exitOK
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(d.errOut, "copierd demo: %s\n", oneLine(err))
+		return exitFailure
+	}
+
+	dbURL := d.f.dbURL
+	if dbURL == "" {
+		d.printf("starting a throwaway PostgreSQL ...")
+		cl, err := pgcluster.Start(ctx, pgcluster.Options{})
+		if err != nil {
+			if ctx.Err() != nil {
+				return interrupted("starting PostgreSQL")
+			}
+			return fail(err)
+		}
+		defer func() {
+			if err := cl.Stop(); err != nil {
+				fmt.Fprintf(d.errOut, "copierd demo: stopping PostgreSQL: %s\n", oneLine(err))
+			} else {
+				d.printf("PostgreSQL stopped; its temporary data was removed")
+			}
+		}()
+		dbURL = cl.URL("postgres")
+		d.printf("PostgreSQL is up on %s (data in %s)", cl.Addr(), cl.Dir())
+	}
+
+	d.dbURL = dbURL
+	pool, err := d.openPool(ctx, dbURL, "copierd-demo", 4)
+	if err != nil {
+		return fail(err)
+	}
+	defer pool.Close()
+	d.pool = pool
+	if err := waitForDatabase(ctx, d.log, pool, true); err != nil {
+		if ctx.Err() != nil {
+			return interrupted("waiting for the database")
+		}
+		return fail(err)
+	}
+	existing, err := store.Leases(ctx, pool, nil)
+	if err != nil {
+		return fail(err)
+	}
+	if len(existing) > 0 {
+		return fail(fmt.Errorf("the database already holds %d follower accounts; the demo needs an empty one (omit --database-url for a throwaway PostgreSQL)", len(existing)))
+	}
+
+	d.sim = sim.New(sim.Config{Seed: int64(d.f.seed), AutoProvision: true})
+	if err := d.createAccounts(ctx); err != nil {
+		if ctx.Err() != nil {
+			return interrupted("creating the accounts")
+		}
+		return fail(err)
+	}
+
+	// Nodes: each with its own connection pool, as separate processes would have.
+	stopNodes := d.startNodes(ctx)
+	nodesStopped := false
+	defer func() {
+		if !nodesStopped {
+			stopNodes()
+		}
+	}()
+	if len(d.nodes) < d.f.nodes {
+		return fail(errors.New("a node did not start (see the log)"))
+	}
+
+	d.gen = newGenerator(d.sim, d.masterLogins(), d.f.seed, d.log)
+	web := &statusHTTP{title: "copierd demo", nodes: func() []*actors.Node { return d.nodes }, summary: d.summary}
+	httpCtx, stopHTTP := context.WithCancel(context.Background())
+	httpDone := make(chan struct{})
+	if listener != nil {
+		go func() {
+			defer close(httpDone)
+			serveHTTP(httpCtx, listener, web.handler(), d.log)
+		}()
+		d.printf("status page: http://%s/  (also /healthz, /readyz, /metrics)", listener.Addr())
+	} else {
+		close(httpDone)
+	}
+	defer func() {
+		stopHTTP()
+		<-httpDone
+	}()
+
+	if !d.waitForClaims(ctx) {
+		return interrupted("waiting for the nodes to claim the followers")
+	}
+
+	// Trade on the masters until ctx ends or the duration passes.
+	genCtx, stopGen := context.WithCancel(context.Background())
+	genDone := make(chan struct{})
+	go func() {
+		defer close(genDone)
+		d.gen.run(genCtx, d.f.rate)
+	}()
+	now := time.Now()
+	d.started.Store(&now)
+	if d.f.duration > 0 {
+		d.printf("trading on %d masters at %v events/s for %v (Ctrl-C to stop early)", len(d.masters), d.f.rate, d.f.duration)
+	} else {
+		d.printf("trading on %d masters at %v events/s; Ctrl-C to stop", len(d.masters), d.f.rate)
+	}
+	var durationC <-chan time.Time
+	if d.f.duration > 0 {
+		t := time.NewTimer(d.f.duration)
+		defer t.Stop()
+		durationC = t.C
+	}
+	progress := time.NewTicker(d.f.progress)
+	defer progress.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			d.printf("interrupted; stopping")
+			break loop
+		case <-durationC:
+			d.printf("%v elapsed; stopping", d.f.duration)
+			break loop
+		case <-progress.C:
+			d.printf("%s", d.summary())
+		}
+	}
+	stopGen()
+	<-genDone
+	d.printf("%s", d.summary())
+
+	// Let the copies catch up, then judge.
+	d.printf("trading stopped; waiting up to %v for the copies to catch up ...", d.f.settle)
+	v := d.settle()
+	v.print(d.out)
+
+	web.stopping.Store(true)
+	nodesStopped = true
+	stopNodes()
+	d.reportLeases()
+	if !v.ok() {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// openPool opens a connection pool on url.
+func (d *demo) openPool(ctx context.Context, url, app string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := store.ParseConfig(url, store.Options{MaxConns: maxConns, ApplicationName: app})
+	if err != nil {
+		return nil, err
+	}
+	return store.OpenConfig(ctx, cfg)
+}
+
+// demoSizings are the link settings the demo gives its followers, in turn, and their
+// labels.
+func demoSizings() []struct {
+	label    string
+	settings reconcile.Settings
+} {
+	mk := func(mode reconcile.SizingMode, multiplier, fixed float64) reconcile.Settings {
+		s := reconcile.DefaultSettings()
+		s.Sizing.Mode = mode
+		s.Sizing.Multiplier = multiplier
+		s.Sizing.FixedLot = fixed
+		return s
+	}
+	return []struct {
+		label    string
+		settings reconcile.Settings
+	}{
+		{"lot multiplier ×1", mk(reconcile.SizeLotMultiplier, 1, 0)},
+		{"fixed lot 0.1", mk(reconcile.SizeFixedLot, 1, 0.1)},
+		{"balance ratio", mk(reconcile.SizeBalanceRatio, 1, 0)},
+		{"equity ratio", mk(reconcile.SizeEquityRatio, 1, 0)},
+		{"lot multiplier ×2", mk(reconcile.SizeLotMultiplier, 2, 0)},
+	}
+}
+
+// createAccounts creates the masters, the followers and their links in the database and
+// on the simulator.
+func (d *demo) createAccounts(ctx context.Context) error {
+	const server = "demo"
+	for i := 1; i <= d.f.masters; i++ {
+		m := demoMaster{id: int64(i), login: fmt.Sprintf("master-%d", i)}
+		if err := store.CreateAccount(ctx, d.pool, store.Account{ID: m.id, Platform: "sim", Role: store.RoleMaster, Enabled: true, Login: m.login, Server: server}); err != nil {
+			return err
+		}
+		if err := d.sim.Provision(ctx, broker.AccountSpec{Login: m.login, Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging}); err != nil {
+			return err
+		}
+		d.masters = append(d.masters, m)
+	}
+	sizings := demoSizings()
+	perMode := make([]int, len(sizings))
+	for i := 1; i <= d.f.followers; i++ {
+		mi := (i - 1) % len(d.masters)
+		si := ((i - 1) / len(d.masters)) % len(sizings)
+		fl := demoFollower{id: 1_000_000 + int64(i), login: fmt.Sprintf("follower-%d", i), master: mi,
+			magic: 7000 + d.masters[mi].id, settings: sizings[si].settings}
+		if err := store.CreateAccount(ctx, d.pool, store.Account{ID: fl.id, Platform: "sim", Role: store.RoleFollower, Enabled: true, Login: fl.login, Server: server}); err != nil {
+			return err
+		}
+		balance := 50_000 + 25_000*float64(i%3)
+		if err := d.sim.Provision(ctx, broker.AccountSpec{Login: fl.login, Currency: "USD", Balance: balance, Leverage: 100, Mode: broker.Hedging}); err != nil {
+			return err
+		}
+		js, err := json.Marshal(fl.settings)
+		if err != nil {
+			return fmt.Errorf("link settings: %w", err)
+		}
+		if _, err := store.CreateLink(ctx, d.pool, store.Link{MasterID: d.masters[mi].id, FollowerID: fl.id, Enabled: true, Magic: fl.magic, Settings: js}); err != nil {
+			return err
+		}
+		perMode[si]++
+		d.followers = append(d.followers, fl)
+	}
+	var modes []string
+	for i, s := range sizings {
+		if perMode[i] > 0 {
+			modes = append(modes, fmt.Sprintf("%d %s", perMode[i], s.label))
+		}
+	}
+	d.printf("created %d masters and %d followers (links: %s)", len(d.masters), len(d.followers), strings.Join(modes, ", "))
+	return nil
+}
+
+// masterLogins returns the masters' logins.
+func (d *demo) masterLogins() []string {
+	out := make([]string, len(d.masters))
+	for i, m := range d.masters {
+		out[i] = m.login
+	}
+	return out
+}
+
+// startNodes starts the nodes and returns the function that stops them (in parallel,
+// releasing their leases) and closes their pools.
+func (d *demo) startNodes(ctx context.Context) (stop func()) {
+	var pools []*pgxpool.Pool
+	stop = func() {
+		var wg sync.WaitGroup
+		for _, n := range d.nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := n.Stop(sctx); err != nil {
+					d.log.Error().Err(err).Str("node", n.Config().NodeID).Msg("node stop failed")
+				}
+			}()
+		}
+		wg.Wait()
+		for _, p := range pools {
+			p.Close()
+		}
+	}
+	for i := 1; i <= d.f.nodes; i++ {
+		id := fmt.Sprintf("demo-%d", i)
+		pool, err := d.openPool(ctx, d.dbURL, "copierd-"+id, 8)
+		if err != nil {
+			d.log.Error().Err(err).Str("node", id).Msg("open pool")
+			return stop
+		}
+		pools = append(pools, pool)
+		n, err := actors.Start(ctx, actors.Config{NodeID: id, Platform: "sim", Capacity: d.f.capacity, Lease: d.timing},
+			actors.Deps{Pool: pool, Broker: d.sim, Logger: d.log})
+		if err != nil {
+			d.log.Error().Err(err).Str("node", id).Msg("start node")
+			return stop
+		}
+		d.nodes = append(d.nodes, n)
+	}
+	d.printf("started %d nodes (capacity %d each; lease %v, fence %v, cycle every %v)",
+		len(d.nodes), d.f.capacity, d.timing.Lease, d.timing.Fence, d.timing.Interval)
+	return stop
+}
+
+// waitForClaims waits until the nodes own every follower (or 30 s pass); it returns false
+// when ctx ended.
+func (d *demo) waitForClaims(ctx context.Context) bool {
+	start := time.Now()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		owned := 0
+		for _, n := range d.nodes {
+			owned += len(n.Snapshot().Accounts)
+		}
+		if owned >= len(d.followers) {
+			d.printf("the nodes own all %d followers after %v", len(d.followers), time.Since(start).Round(10*time.Millisecond))
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			d.printf("the nodes own %d of %d followers after 30s; trading anyway", owned, len(d.followers))
+			return true
+		case <-tick.C:
+		}
+	}
+}
+
+// summary is the one-line progress summary (also shown on the status page).
+func (d *demo) summary() string {
+	var b strings.Builder
+	if t := d.started.Load(); t != nil {
+		fmt.Fprintf(&b, "[%5.0fs] ", time.Since(*t).Seconds())
+	}
+	b.WriteString("owned")
+	var ok, failed int64
+	for _, n := range d.nodes {
+		fmt.Fprintf(&b, " %s=%d", n.Config().NodeID, len(n.Snapshot().Accounts))
+		ok += n.Metrics().OrdersOK.Load()
+		failed += ordersFailed(n.Metrics())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	masterPos, copies := 0, 0
+	for _, m := range d.masters {
+		ps, _ := d.sim.AccountPositions(ctx, m.login)
+		masterPos += len(ps)
+	}
+	for _, f := range d.followers {
+		ps, _ := d.sim.AccountPositions(ctx, f.login)
+		copies += len(ps)
+	}
+	fmt.Fprintf(&b, " | master positions %d | follower copies %d", masterPos, copies)
+	if d.gen != nil {
+		fmt.Fprintf(&b, " | master events %d (%d failed)", d.gen.events(), d.gen.failures.Load())
+	}
+	fmt.Fprintf(&b, " | orders ok %d failed %d", ok, failed)
+	return b.String()
+}
+
+// settle polls the verdict until every follower is in line or --settle passes.
+func (d *demo) settle() verdict {
+	deadline := time.Now().Add(d.f.settle)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		v := d.check()
+		if v.ok() || !time.Now().Before(deadline) {
+			return v
+		}
+		<-tick.C
+	}
+}
+
+// verdict is the end-of-run comparison of every follower with its master.
+type verdict struct {
+	followers, inLine int
+	masterPositions   int
+	copies            int
+	problems          []string // one per follower out of line
+}
+
+// ok reports whether every follower is in line.
+func (v verdict) ok() bool { return v.inLine == v.followers }
+
+// print writes the verdict.
+func (v verdict) print(w io.Writer) {
+	if v.ok() {
+		fmt.Fprintf(w, "verdict: OK — all %d followers are in line with their masters (%d copies of %d master positions)\n",
+			v.followers, v.copies, v.masterPositions)
+		return
+	}
+	fmt.Fprintf(w, "verdict: NOT IN LINE — %d of %d followers are in line with their masters; the others:\n", v.inLine, v.followers)
+	const show = 10
+	for i, p := range v.problems {
+		if i == show {
+			fmt.Fprintf(w, "  ... and %d more\n", len(v.problems)-show)
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", p)
+	}
+}
+
+// check compares every follower's copies with its master's open positions: exactly one
+// copy (matched by the link's magic and the mc<ticket> comment marker) per open master
+// position, none of a closed one, the master's side, SL and TP, and for lot-multiplier
+// links the master's volume times the multiplier. Followers of other modes must have a
+// positive volume (their size depends on balances at the time of the copy).
+func (d *demo) check() verdict {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	masterPos := make([]map[int64]broker.Position, len(d.masters))
+	v := verdict{followers: len(d.followers)}
+	for i, m := range d.masters {
+		ps, err := d.sim.AccountPositions(ctx, m.login)
+		masterPos[i] = map[int64]broker.Position{}
+		if err != nil {
+			continue
+		}
+		for _, p := range ps {
+			masterPos[i][p.Ticket] = p
+		}
+		v.masterPositions += len(ps)
+	}
+	for _, f := range d.followers {
+		ps, err := d.sim.AccountPositions(ctx, f.login)
+		if err != nil {
+			v.problems = append(v.problems, fmt.Sprintf("follower %d: %s", f.id, oneLine(err)))
+			continue
+		}
+		v.copies += len(ps)
+		if why := followerProblem(f, ps, masterPos[f.master]); why != "" {
+			v.problems = append(v.problems, fmt.Sprintf("follower %d (%s, master %d): %s", f.id, f.settings.Sizing.Mode, d.masters[f.master].id, why))
+			continue
+		}
+		v.inLine++
+	}
+	return v
+}
+
+// followerProblem returns what is wrong with one follower's positions, or "".
+func followerProblem(f demoFollower, ps []broker.Position, masters map[int64]broker.Position) string {
+	copies := map[int64]int{}
+	for _, p := range ps {
+		if p.Magic != f.magic {
+			return fmt.Sprintf("position %d has magic %d, not the link's %d", p.Ticket, p.Magic, f.magic)
+		}
+		mt, ok := reconcile.ParseMarker(p.Comment)
+		if !ok {
+			return fmt.Sprintf("position %d has no copy marker (comment %q)", p.Ticket, p.Comment)
+		}
+		copies[mt]++
+		mp, open := masters[mt]
+		if !open {
+			return fmt.Sprintf("position %d copies master ticket %d, which is closed", p.Ticket, mt)
+		}
+		if p.Side != mp.Side || p.Symbol != mp.Symbol {
+			return fmt.Sprintf("position %d is %s %s, master ticket %d is %s %s", p.Ticket, p.Side, p.Symbol, mt, mp.Side, mp.Symbol)
+		}
+		if p.SL != mp.SL || p.TP != mp.TP {
+			return fmt.Sprintf("position %d has SL/TP %v/%v, master ticket %d has %v/%v", p.Ticket, p.SL, p.TP, mt, mp.SL, mp.TP)
+		}
+		if f.settings.Sizing.Mode == reconcile.SizeLotMultiplier {
+			want := reconcile.RoundDownToStep(mp.Volume*f.settings.Sizing.Multiplier, 0.01)
+			if math.Abs(p.Volume-want) > 1e-9 {
+				return fmt.Sprintf("position %d has %v lots, want %v (master ticket %d: %v × %v)", p.Ticket, p.Volume, want, mt, mp.Volume, f.settings.Sizing.Multiplier)
+			}
+		} else if !(p.Volume > 0) {
+			return fmt.Sprintf("position %d has volume %v", p.Ticket, p.Volume)
+		}
+	}
+	tickets := make([]int64, 0, len(masters))
+	for t := range masters {
+		tickets = append(tickets, t)
+	}
+	sort.Slice(tickets, func(i, j int) bool { return tickets[i] < tickets[j] })
+	for _, t := range tickets {
+		switch n := copies[t]; {
+		case n == 0:
+			return fmt.Sprintf("no copy of master ticket %d", t)
+		case n > 1:
+			return fmt.Sprintf("%d copies of master ticket %d", n, t)
+		}
+	}
+	return ""
+}
+
+// reportLeases prints whether the stopped nodes released every lease.
+func (d *demo) reportLeases() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rows, err := store.Leases(ctx, d.pool, nil)
+	if err != nil {
+		fmt.Fprintf(d.errOut, "copierd demo: reading leases: %s\n", oneLine(err))
+		return
+	}
+	held := 0
+	for _, r := range rows {
+		if r.NodeID != "" {
+			held++
+		}
+	}
+	if held == 0 {
+		d.printf("nodes stopped; all %d leases released", len(rows))
+	} else {
+		d.printf("nodes stopped; %d of %d leases still held (they expire within %v)", held, len(rows), d.timing.Lease)
+	}
+}
+
+// generator trades on the master accounts: it opens positions (some with SL/TP), changes
+// SL/TP, closes part of a position and closes positions, at a steady rate, from a seeded
+// random source.
+type generator struct {
+	ctl       broker.Controller
+	masters   []string
+	symbols   []string
+	digits    map[string]int
+	rnd       *rand.Rand // used by the run goroutine only
+	lastPrice map[string]float64
+	maxOpen   int
+	log       zerolog.Logger
+
+	opens, modifies, partials, closes, failures atomic.Int64
+}
+
+// newGenerator returns a generator for the given master logins.
+func newGenerator(ctl broker.Controller, masters []string, seed uint64, log zerolog.Logger) *generator {
+	g := &generator{ctl: ctl, masters: masters, digits: map[string]int{}, lastPrice: map[string]float64{},
+		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), maxOpen: 4, log: log.With().Str("component", "generator").Logger(),
+		symbols: []string{"EURUSD", "GBPUSD", "USDJPY", "XAUUSD", "US30"}}
+	for _, s := range sim.DefaultSymbols() {
+		g.digits[s.Name] = s.Digits
+	}
+	return g
+}
+
+// events is the number of master trades made so far.
+func (g *generator) events() int64 {
+	return g.opens.Load() + g.modifies.Load() + g.partials.Load() + g.closes.Load()
+}
+
+// run trades at rate events per second until ctx ends.
+func (g *generator) run(ctx context.Context, rate float64) {
+	t := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			g.step(ctx)
+		}
+	}
+}
+
+// step makes one trade on a random master.
+func (g *generator) step(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	login := g.masters[g.rnd.IntN(len(g.masters))]
+	ps, err := g.ctl.AccountPositions(ctx, login)
+	if err != nil {
+		g.failed(ctx, login, "positions", err)
+		return
+	}
+	if len(ps) == 0 || (len(ps) < g.maxOpen && g.rnd.Float64() < 0.45) {
+		g.open(ctx, login)
+		return
+	}
+	p := ps[g.rnd.IntN(len(ps))]
+	switch r := g.rnd.Float64(); {
+	case r < 0.35:
+		sl, tp := g.stops(p.Symbol, p.Side, p.OpenPrice)
+		if _, err := g.ctl.MasterModify(ctx, login, p.Ticket, sl, tp); err != nil {
+			g.failed(ctx, login, "modify", err)
+			return
+		}
+		g.modifies.Add(1)
+	case r < 0.6 && p.Volume >= 0.2-1e-9:
+		part := reconcile.RoundDownToStep(p.Volume/2, 0.01)
+		if err := g.ctl.MasterClose(ctx, login, p.Ticket, part); err != nil {
+			g.failed(ctx, login, "partial close", err)
+			return
+		}
+		g.partials.Add(1)
+	default:
+		if err := g.ctl.MasterClose(ctx, login, p.Ticket, 0); err != nil {
+			g.failed(ctx, login, "close", err)
+			return
+		}
+		g.closes.Add(1)
+	}
+}
+
+// open opens 0.1 to 0.5 lots of a random symbol, with SL/TP when a price is known.
+func (g *generator) open(ctx context.Context, login string) {
+	sym := g.symbols[g.rnd.IntN(len(g.symbols))]
+	side := broker.Buy
+	if g.rnd.IntN(2) == 0 {
+		side = broker.Sell
+	}
+	req := broker.MasterOpenRequest{Symbol: sym, Side: side, Volume: float64(1+g.rnd.IntN(5)) / 10, Comment: "demo"}
+	if px, ok := g.lastPrice[sym]; ok && g.rnd.Float64() < 0.7 {
+		req.SL, req.TP = g.stops(sym, side, px)
+	}
+	p, err := g.ctl.MasterOpen(ctx, login, req)
+	if err != nil {
+		g.failed(ctx, login, "open", err)
+		return
+	}
+	g.lastPrice[sym] = p.OpenPrice
+	g.opens.Add(1)
+}
+
+// stops returns an SL 1 to 2.5 % and a TP 1.5 to 3 % away from price, on the right sides.
+func (g *generator) stops(sym string, side broker.Side, price float64) (sl, tp float64) {
+	dsl := 0.01 + 0.015*g.rnd.Float64()
+	dtp := 0.015 + 0.015*g.rnd.Float64()
+	f := math.Pow10(g.digits[sym])
+	round := func(v float64) float64 { return math.Round(v*f) / f }
+	if side == broker.Buy {
+		return round(price * (1 - dsl)), round(price * (1 + dtp))
+	}
+	return round(price * (1 + dsl)), round(price * (1 - dtp))
+}
+
+// failed counts and logs a master trade that did not go through (unless the generator is
+// stopping).
+func (g *generator) failed(ctx context.Context, login, what string, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	g.failures.Add(1)
+	g.log.Debug().Str("master", login).Err(err).Msg(what + " failed")
+}

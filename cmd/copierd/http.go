@@ -1,0 +1,415 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/snapcopier/copier/actors"
+)
+
+// statusHTTP serves the health, readiness, metrics and status endpoints of one or more
+// in-process nodes:
+//
+//	GET /healthz  200 while the process is up
+//	GET /readyz   200 when every node holds a trusted lease (node.Ready), else 503
+//	GET /metrics  Prometheus text format, one series per node (label node)
+//	GET /         a plain HTML status page (refreshes itself every few seconds)
+type statusHTTP struct {
+	// nodes returns the running nodes; it may return none (still starting).
+	nodes func() []*actors.Node
+	// summary, when set, adds one line of context to the status page (the demo's progress).
+	summary func() string
+	// title heads the status page.
+	title string
+	// stopping makes /readyz answer 503 while the process shuts down.
+	stopping atomic.Bool
+}
+
+// handler returns the HTTP handler of s.
+func (s *statusHTTP) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if ok, why := s.ready(); !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "not ready: "+why+"\n")
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		bw := bufio.NewWriter(w)
+		writeMetrics(bw, s.nodes())
+		_ = bw.Flush()
+	})
+	mux.HandleFunc("GET /{$}", s.statusPage)
+	return mux
+}
+
+// ready reports whether every node is ready, and why not.
+func (s *statusHTTP) ready() (bool, string) {
+	if s.stopping.Load() {
+		return false, "shutting down"
+	}
+	nodes := s.nodes()
+	if len(nodes) == 0 {
+		return false, "node not started (waiting for the database or the broker)"
+	}
+	for _, n := range nodes {
+		if !n.Ready() {
+			return false, "node " + n.Config().NodeID + " holds no trusted lease"
+		}
+	}
+	return true, ""
+}
+
+// serveHTTP serves h on l until ctx ends, then shuts the server down gracefully. It
+// returns when the server has stopped.
+func serveHTTP(ctx context.Context, l net.Listener, h http.Handler, log zerolog.Logger) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("http server failed")
+		}
+	}()
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	<-done
+}
+
+// checkListenAddr validates a host:port listen address without binding it.
+func checkListenAddr(flagName, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--%s %q: want HOST:PORT (e.g. 127.0.0.1:8080 or :8080)", flagName, addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("--%s %q: port must be a number from 0 to 65535", flagName, addr)
+	}
+	return nil
+}
+
+// metricsWriter writes the Prometheus text exposition format.
+type metricsWriter struct {
+	w io.Writer
+}
+
+// family writes the HELP and TYPE lines of a metric family.
+func (m metricsWriter) family(name, typ, help string) {
+	fmt.Fprintf(m.w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+// sample writes one sample; labels are name, value pairs.
+func (m metricsWriter) sample(name string, v float64, labels ...string) {
+	var b strings.Builder
+	b.WriteString(name)
+	if len(labels) > 0 {
+		b.WriteByte('{')
+		for i := 0; i+1 < len(labels); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(labels[i])
+			b.WriteString(`="`)
+			b.WriteString(escapeLabel(labels[i+1]))
+			b.WriteByte('"')
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte(' ')
+	b.WriteString(formatFloat(v))
+	b.WriteByte('\n')
+	_, _ = io.WriteString(m.w, b.String())
+}
+
+// escapeLabel escapes a label value: backslash, double quote and line feed.
+func escapeLabel(s string) string {
+	if !strings.ContainsAny(s, "\\\"\n") {
+		return s
+	}
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return r.Replace(s)
+}
+
+// formatFloat formats a sample value as Prometheus expects (+Inf, -Inf, NaN).
+func formatFloat(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	case math.IsNaN(v):
+		return "NaN"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// counterDef is one counter family read from actors.Metrics; label, when set, splits a
+// family into several series (label name, then value per field).
+type counterDef struct {
+	name, help string
+	label      string
+	series     []counterSeries
+}
+
+// counterSeries is one series of a counter family.
+type counterSeries struct {
+	labelValue string
+	read       func(*actors.Metrics) int64
+}
+
+// counterDefs lists the node's counters as Prometheus families.
+func counterDefs() []counterDef {
+	one := func(f func(*actors.Metrics) int64) []counterSeries { return []counterSeries{{read: f}} }
+	return []counterDef{
+		{name: "copier_orders_total", help: "Orders sent to the broker, by result class.", label: "result", series: []counterSeries{
+			{"ok", func(m *actors.Metrics) int64 { return m.OrdersOK.Load() }},
+			{"retryable", func(m *actors.Metrics) int64 { return m.OrdersRetryable.Load() }},
+			{"unknown_outcome", func(m *actors.Metrics) int64 { return m.OrdersUnknown.Load() }},
+			{"permanent", func(m *actors.Metrics) int64 { return m.OrdersPermanent.Load() }},
+			{"fenced", func(m *actors.Metrics) int64 { return m.OrdersFenced.Load() }},
+			{"other", func(m *actors.Metrics) int64 { return m.OrdersOther.Load() }},
+		}},
+		{name: "copier_dropped_work_total", help: "Orders dropped because the lease gate was closed.",
+			series: one(func(m *actors.Metrics) int64 { return m.DroppedWork.Load() })},
+		{name: "copier_reconciles_total", help: "Reconciles started, by reason.", label: "reason", series: []counterSeries{
+			{"gap", func(m *actors.Metrics) int64 { return m.ReconcilesGap.Load() }},
+			{"start", func(m *actors.Metrics) int64 { return m.ReconcilesStart.Load() }},
+			{"gate", func(m *actors.Metrics) int64 { return m.ReconcilesGate.Load() }},
+			{"unknown_outcome", func(m *actors.Metrics) int64 { return m.ReconcilesUnknown.Load() }},
+			{"periodic", func(m *actors.Metrics) int64 { return m.ReconcilesPeriodic.Load() }},
+			{"restart", func(m *actors.Metrics) int64 { return m.ReconcilesRestart.Load() }},
+			{"config", func(m *actors.Metrics) int64 { return m.ReconcilesConfig.Load() }},
+		}},
+		{name: "copier_stale_writes_refused_total", help: "Fenced writes the database refused (the account had moved on).",
+			series: one(func(m *actors.Metrics) int64 { return m.StaleWritesRefused.Load() })},
+		{name: "copier_account_crashes_total", help: "AccountActor crashes (each is restarted with backoff).",
+			series: one(func(m *actors.Metrics) int64 { return m.Crashes.Load() })},
+		{name: "copier_lease_cycles_total", help: "Lease cycles run.",
+			series: one(func(m *actors.Metrics) int64 { return m.Cycles.Load() })},
+		{name: "copier_lease_cycle_failures_total", help: "Lease cycles that failed (nothing changed; trust runs out by itself).",
+			series: one(func(m *actors.Metrics) int64 { return m.CycleFailures.Load() })},
+		{name: "copier_lease_claims_total", help: "Follower accounts claimed.",
+			series: one(func(m *actors.Metrics) int64 { return m.Claims.Load() })},
+		{name: "copier_lease_renewals_total", help: "Lease renewals.",
+			series: one(func(m *actors.Metrics) int64 { return m.Renewals.Load() })},
+		{name: "copier_lease_releases_total", help: "Leases released (switched off or shutdown).",
+			series: one(func(m *actors.Metrics) int64 { return m.Releases.Load() })},
+		{name: "copier_lease_lost_total", help: "Accounts lost (no longer in a cycle's result).",
+			series: one(func(m *actors.Metrics) int64 { return m.Lost.Load() })},
+	}
+}
+
+// allPhases returns the account phases reported by copier_accounts.
+func allPhases() []actors.AccountPhase {
+	return []actors.AccountPhase{actors.PhaseStarting, actors.PhaseReconciling, actors.PhaseCopying, actors.PhaseDirty, actors.PhaseFailed}
+}
+
+// writeMetrics writes every node's metrics in the Prometheus text format (version 0.0.4).
+// Every series carries the node's id in the label node.
+func writeMetrics(w io.Writer, nodes []*actors.Node) {
+	m := metricsWriter{w: w}
+	type nodeState struct {
+		id   string
+		cfg  actors.Config
+		snap actors.Snapshot
+		met  *actors.Metrics
+	}
+	states := make([]nodeState, 0, len(nodes))
+	for _, n := range nodes {
+		cfg := n.Config()
+		states = append(states, nodeState{id: cfg.NodeID, cfg: cfg, snap: n.Snapshot(), met: n.Metrics()})
+	}
+
+	m.family("copier_nodes", "gauge", "Nodes running in this process.")
+	m.sample("copier_nodes", float64(len(states)))
+	if len(states) == 0 {
+		return
+	}
+	m.family("copier_node_info", "gauge", "Constant 1, labelled with the node's id and platform.")
+	for _, s := range states {
+		m.sample("copier_node_info", 1, "node", s.id, "platform", s.cfg.Platform)
+	}
+	for _, d := range counterDefs() {
+		m.family(d.name, "counter", d.help)
+		for _, s := range states {
+			for _, se := range d.series {
+				if d.label == "" {
+					m.sample(d.name, float64(se.read(s.met)), "node", s.id)
+				} else {
+					m.sample(d.name, float64(se.read(s.met)), "node", s.id, d.label, se.labelValue)
+				}
+			}
+		}
+	}
+
+	m.family("copier_capacity", "gauge", "Most follower accounts the node holds.")
+	for _, s := range states {
+		m.sample("copier_capacity", float64(s.cfg.Capacity), "node", s.id)
+	}
+	m.family("copier_owned_accounts", "gauge", "Follower accounts the node owns now.")
+	for _, s := range states {
+		m.sample("copier_owned_accounts", float64(len(s.snap.Accounts)), "node", s.id)
+	}
+	m.family("copier_accounts", "gauge", "Owned follower accounts by phase.")
+	for _, s := range states {
+		counts := map[actors.AccountPhase]int{}
+		for _, a := range s.snap.Accounts {
+			counts[a.Phase]++
+		}
+		for _, p := range allPhases() {
+			m.sample("copier_accounts", float64(counts[p]), "node", s.id, "phase", p.String())
+		}
+	}
+	m.family("copier_gate_open", "gauge", "1 when the node's lease is trusted now (orders may be sent), else 0.")
+	for _, s := range states {
+		m.sample("copier_gate_open", boolFloat(s.snap.GateOpen), "node", s.id)
+	}
+	m.family("copier_trust_remaining_seconds", "gauge", "Seconds until the node's trust ends unless a cycle renews it (0 when closed).")
+	for _, s := range states {
+		m.sample("copier_trust_remaining_seconds", max(s.snap.Remaining.Seconds(), 0), "node", s.id)
+	}
+	m.family("copier_last_cycle_ok", "gauge", "1 when the node's last lease cycle succeeded, else 0.")
+	for _, s := range states {
+		m.sample("copier_last_cycle_ok", boolFloat(s.snap.LastCycle.Err == nil && !s.snap.LastCycle.Started.IsZero()), "node", s.id)
+	}
+
+	m.family("copier_copy_latency_seconds", "histogram", "Master event to follower order, by the trade server's clock.")
+	for _, s := range states {
+		writeHistogram(m, "copier_copy_latency_seconds", s.met.CopyLatency(), s.id)
+	}
+	m.family("copier_lease_cycle_duration_seconds", "histogram", "Duration of one lease cycle.")
+	for _, s := range states {
+		writeHistogram(m, "copier_lease_cycle_duration_seconds", s.met.CycleDuration(), s.id)
+	}
+}
+
+// writeHistogram writes the buckets, sum and count of one histogram series.
+func writeHistogram(m metricsWriter, name string, h actors.Histogram, node string) {
+	for i, le := range actors.HistogramBounds {
+		m.sample(name+"_bucket", float64(h.Counts[i]), "node", node, "le", formatFloat(le))
+	}
+	m.sample(name+"_bucket", float64(h.Count), "node", node, "le", "+Inf")
+	m.sample(name+"_sum", h.Sum, "node", node)
+	m.sample(name+"_count", float64(h.Count), "node", node)
+}
+
+// boolFloat is 1 for true and 0 for false.
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// statusPageTmpl is the plain HTML status page; it refreshes itself every 2 s.
+var statusPageTmpl = template.Must(template.New("status").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
+<title>{{.Title}}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse}
+th,td{border:1px solid #ccc;padding:.3em .7em;text-align:right}
+th{background:#f3f3f3}
+td.l,th.l{text-align:left}
+.open{color:#070}.closed{color:#b00}
+</style></head><body>
+<h1>{{.Title}}</h1>
+<p>{{.Now}}{{if .Summary}} — {{.Summary}}{{end}}</p>
+{{if .Nodes}}
+<table>
+<tr><th class="l">node</th><th class="l">platform</th><th>owned</th><th>capacity</th><th class="l">gate</th><th>trust left</th><th class="l">last cycle</th>
+<th>copying</th><th>reconciling</th><th>dirty</th><th>failed</th><th>orders ok</th><th>orders failed</th></tr>
+{{range .Nodes}}<tr><td class="l">{{.ID}}</td><td class="l">{{.Platform}}</td><td>{{.Owned}}</td><td>{{.Capacity}}</td>
+<td class="l {{if .GateOpen}}open">open{{else}}closed">closed{{end}}</td><td>{{.Remaining}}</td><td class="l">{{.LastCycle}}</td>
+<td>{{.Copying}}</td><td>{{.Reconciling}}</td><td>{{.Dirty}}</td><td>{{.Failed}}</td><td>{{.OrdersOK}}</td><td>{{.OrdersFailed}}</td></tr>
+{{end}}</table>
+{{else}}<p>No node is running yet (waiting for the database or the broker).</p>{{end}}
+<p><a href="/metrics">/metrics</a> · <a href="/healthz">/healthz</a> · <a href="/readyz">/readyz</a></p>
+</body></html>
+`))
+
+// statusRow is one node on the status page.
+type statusRow struct {
+	ID, Platform                        string
+	Owned, Capacity                     int
+	GateOpen                            bool
+	Remaining, LastCycle                string
+	Copying, Reconciling, Dirty, Failed int
+	OrdersOK, OrdersFailed              int64
+}
+
+// statusPage renders the HTML status page.
+func (s *statusHTTP) statusPage(w http.ResponseWriter, _ *http.Request) {
+	data := struct {
+		Title, Now, Summary string
+		Nodes               []statusRow
+	}{Title: s.title, Now: time.Now().Format("2006-01-02 15:04:05 MST")}
+	if s.summary != nil {
+		data.Summary = s.summary()
+	}
+	for _, n := range s.nodes() {
+		data.Nodes = append(data.Nodes, nodeRow(n))
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := statusPageTmpl.Execute(w, data); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// nodeRow summarises one node for the status page.
+func nodeRow(n *actors.Node) statusRow {
+	cfg, snap, met := n.Config(), n.Snapshot(), n.Metrics()
+	r := statusRow{ID: cfg.NodeID, Platform: cfg.Platform, Owned: len(snap.Accounts), Capacity: cfg.Capacity,
+		GateOpen: snap.GateOpen, Remaining: snap.Remaining.Round(100 * time.Millisecond).String(),
+		OrdersOK: met.OrdersOK.Load(), OrdersFailed: ordersFailed(met)}
+	switch c := snap.LastCycle; {
+	case c.Started.IsZero():
+		r.LastCycle = "none yet"
+	case c.Err != nil:
+		r.LastCycle = "failed: " + oneLine(c.Err)
+	default:
+		r.LastCycle = fmt.Sprintf("ok in %v (claimed %d, renewed %d, released %d, lost %d)",
+			c.Duration.Round(time.Millisecond), c.Claimed, c.Renewed, c.Released, c.Lost)
+	}
+	for _, a := range snap.Accounts {
+		switch a.Phase {
+		case actors.PhaseCopying:
+			r.Copying++
+		case actors.PhaseStarting, actors.PhaseReconciling:
+			r.Reconciling++
+		case actors.PhaseDirty:
+			r.Dirty++
+		case actors.PhaseFailed:
+			r.Failed++
+		}
+	}
+	return r
+}
+
+// ordersFailed is the number of orders that did not succeed, whatever the class.
+func ordersFailed(m *actors.Metrics) int64 {
+	return m.OrdersRetryable.Load() + m.OrdersUnknown.Load() + m.OrdersPermanent.Load() + m.OrdersFenced.Load() + m.OrdersOther.Load()
+}

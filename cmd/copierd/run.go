@@ -1,0 +1,419 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/bridge"
+	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/leasekeeper"
+	"github.com/snapcopier/copier/store"
+)
+
+// runSynopsis is the help text of the command.
+const runSynopsis = `Required: --database-url, --platform and --broker.
+
+Runs one copier node: it claims up to --capacity follower accounts of --platform, copies
+their masters' trades through the broker, and releases its leases on SIGTERM or SIGINT.
+Any number of nodes may run with the same flags; a crashed node's accounts move to the
+others within one lease.
+
+--broker is "sim" (an in-process simulated trade server that provisions unknown accounts,
+for trying things out) or "bridge://HOST:PORT" (a bridge server, e.g. 'copierd sim'; its
+token comes from --bridge-token).
+
+Configuration errors are reported before anything is touched (exit 2). A database or
+bridge that cannot be reached at start is retried with backoff until it can, or until
+the process is signalled. With --http, GET /healthz, /readyz (200 when the node holds a
+trusted lease), /metrics (Prometheus) and / (a status page) are served.`
+
+// runFlags are the flags of copierd run.
+type runFlags struct {
+	dbURL, platform, broker, bridgeToken, nodeID string
+	capacity                                     int
+	lease, fence, interval                       time.Duration
+	reconcileEvery, orderTimeout                 time.Duration
+	shutdownTimeout                              time.Duration
+	httpAddr, logFormat, logLevel                string
+	migrate                                      bool
+}
+
+// runRun is the run subcommand.
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run", runSynopsis, stderr)
+	var f runFlags
+	fs.StringVar(&f.dbURL, "database-url", "", "PostgreSQL URL, postgres://user:password@host:port/dbname (required)")
+	fs.StringVar(&f.platform, "platform", "", "platform of the followers this node claims, e.g. mt5 or sim (required)")
+	fs.StringVar(&f.broker, "broker", "", `trade server: "sim" (in-process simulator) or "bridge://HOST:PORT" (required)`)
+	fs.StringVar(&f.bridgeToken, "bridge-token", "", "shared secret of the bridge server (never logged)")
+	fs.StringVar(&f.nodeID, "node-id", "", "this node's name in trading_accounts.node_id (default <platform>-<hostname>)")
+	fs.IntVar(&f.capacity, "capacity", 1000, "most follower accounts this node holds (≥ 1)")
+	fs.DurationVar(&f.lease, "lease", leasekeeper.DefaultLease, "lease length: lease_until = now() + lease on every renewal")
+	fs.DurationVar(&f.fence, "fence", leasekeeper.DefaultFence, "stop sending orders this long before a lease could end (< lease)")
+	fs.DurationVar(&f.interval, "interval", leasekeeper.DefaultInterval, "time between lease cycles (< lease − fence)")
+	fs.DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Minute, "reconcile every account this often to repair drift (negative: never)")
+	fs.DurationVar(&f.orderTimeout, "order-timeout", 10*time.Second, "deadline of one broker call")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
+	fs.BoolVar(&f.migrate, "migrate", true, "apply the database migrations at start (safe with many nodes); false only checks the connection")
+	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /readyz, /metrics and a status page on HOST:PORT (empty: off)")
+	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	usageErr := func(err error) int {
+		fmt.Fprintf(stderr, "copierd run: %s\n", oneLine(err))
+		return exitUsage
+	}
+
+	// Validate everything before touching the database, the broker or the network.
+	if f.dbURL == "" {
+		return usageErr(errors.New("--database-url (or COPIER_DATABASE_URL) is required"))
+	}
+	if f.platform == "" {
+		return usageErr(errors.New("--platform (or COPIER_PLATFORM) is required"))
+	}
+	if err := checkName("--platform", f.platform, 64); err != nil {
+		return usageErr(err)
+	}
+	if f.nodeID != "" {
+		if err := checkName("--node-id", f.nodeID, 128); err != nil {
+			return usageErr(err)
+		}
+	}
+	if f.capacity == 0 {
+		return usageErr(errors.New("--capacity must be at least 1 (got 0)"))
+	}
+	timing := leasekeeper.Config{Lease: f.lease, Fence: f.fence, Interval: f.interval}
+	if err := timing.Validate(); err != nil {
+		return usageErr(err)
+	}
+	if f.orderTimeout <= 0 || f.shutdownTimeout <= 0 {
+		return usageErr(errors.New("--order-timeout and --shutdown-timeout must be positive"))
+	}
+	pgcfg, err := store.ParseConfig(f.dbURL, store.Options{ApplicationName: "copierd-run"})
+	if err != nil {
+		return usageErr(err)
+	}
+	bk, err := parseBrokerSpec(f.broker)
+	if err != nil {
+		return usageErr(err)
+	}
+	if f.httpAddr != "" {
+		if err := checkListenAddr("http", f.httpAddr); err != nil {
+			return usageErr(err)
+		}
+	}
+	log, err := newLogger(stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		return usageErr(err)
+	}
+	cfg := actors.Config{
+		NodeID: f.nodeID, Platform: f.platform, Capacity: f.capacity, Lease: timing,
+		ReconcileEvery: f.reconcileEvery, OrderTimeout: f.orderTimeout,
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageErr(err)
+	}
+	log = log.With().Str("node", cfg.NodeID).Logger()
+	log.Info().Str("platform", cfg.Platform).Int("capacity", cfg.Capacity).Str("broker", bk.String()).
+		Str("db_host", pgcfg.ConnConfig.Host).Uint16("db_port", pgcfg.ConnConfig.Port).Str("db_name", pgcfg.ConnConfig.Database).
+		Msg("starting")
+
+	// The HTTP endpoint comes up first, so /healthz answers while the node waits for its
+	// dependencies (and /readyz says why it is not ready).
+	var current atomic.Pointer[actors.Node]
+	web := &statusHTTP{title: "copierd " + cfg.NodeID, nodes: func() []*actors.Node {
+		if n := current.Load(); n != nil {
+			return []*actors.Node{n}
+		}
+		return nil
+	}}
+	httpCtx, stopHTTP := context.WithCancel(context.Background())
+	httpDone := make(chan struct{})
+	close(httpDone)
+	if f.httpAddr != "" {
+		l, err := net.Listen("tcp", f.httpAddr)
+		if err != nil {
+			stopHTTP()
+			fmt.Fprintf(stderr, "copierd run: %s\n", oneLine(err))
+			return exitFailure
+		}
+		log.Info().Str("addr", l.Addr().String()).Msg("http listening")
+		httpDone = make(chan struct{})
+		go func() {
+			defer close(httpDone)
+			serveHTTP(httpCtx, l, web.handler(), log)
+		}()
+	}
+	defer func() {
+		stopHTTP()
+		<-httpDone
+	}()
+
+	pool, err := store.OpenConfig(ctx, pgcfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "copierd run: %s\n", oneLine(err))
+		return exitFailure
+	}
+	defer pool.Close()
+	if err := waitForDatabase(ctx, log, pool, f.migrate); err != nil {
+		if ctx.Err() != nil {
+			log.Info().Msg("signalled before the database was reachable; exiting")
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "copierd run: %s\n", oneLine(err))
+		return exitFailure
+	}
+
+	var b broker.Broker
+	switch bk.kind {
+	case brokerSim:
+		b = sim.New(sim.Config{Seed: time.Now().UnixNano(), AutoProvision: true})
+		log.Warn().Msg("using the in-process simulated trade server: no real orders are sent")
+	case brokerBridge:
+		c, err := dialBridge(ctx, log, bk.addr, f.bridgeToken)
+		if err != nil {
+			if ctx.Err() != nil {
+				log.Info().Msg("signalled before the bridge was reachable; exiting")
+				return exitOK
+			}
+			fmt.Fprintf(stderr, "copierd run: %s\n", oneLine(err))
+			return exitFailure
+		}
+		defer c.Close()
+		b = c
+	}
+
+	node, err := actors.Start(ctx, cfg, actors.Deps{Pool: pool, Broker: b, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "copierd run: %s\n", oneLine(err))
+		return exitFailure
+	}
+	current.Store(node)
+
+	<-ctx.Done()
+	log.Info().Msg("signalled; stopping (finishing in-flight orders, releasing leases)")
+	web.stopping.Store(true)
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	defer cancel()
+	if err := node.Stop(sctx); err != nil {
+		log.Error().Err(err).Msg("clean shutdown failed; leases will expire by themselves")
+		return exitFailure
+	}
+	log.Info().Msg("stopped")
+	return exitOK
+}
+
+// brokerKind is what --broker selects.
+type brokerKind int8
+
+// Broker kinds.
+const (
+	brokerSim    brokerKind = iota + 1 // in-process simulator
+	brokerBridge                       // a bridge server over TCP
+)
+
+// brokerSpec is a parsed --broker value.
+type brokerSpec struct {
+	kind brokerKind
+	addr string // HOST:PORT for bridge
+}
+
+// String describes the broker for logs (it never holds a secret).
+func (b brokerSpec) String() string {
+	if b.kind == brokerSim {
+		return "sim"
+	}
+	return "bridge://" + b.addr
+}
+
+// parseBrokerSpec parses --broker: "sim" or "bridge://HOST:PORT".
+func parseBrokerSpec(s string) (brokerSpec, error) {
+	if s == "" {
+		return brokerSpec{}, errors.New(`--broker (or COPIER_BROKER) is required: "sim" or "bridge://HOST:PORT"`)
+	}
+	if s == "sim" {
+		return brokerSpec{kind: brokerSim}, nil
+	}
+	bad := func(why string) error {
+		return fmt.Errorf(`--broker %q: %s (want "sim" or "bridge://HOST:PORT")`, redactURL(s), why)
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return brokerSpec{}, bad("not a broker address")
+	}
+	if u.Scheme != "bridge" {
+		return brokerSpec{}, bad("unknown scheme " + strconv.Quote(u.Scheme))
+	}
+	if u.User != nil {
+		return brokerSpec{}, bad("do not put credentials in the address; use --bridge-token or COPIER_BRIDGE_TOKEN")
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return brokerSpec{}, bad("unexpected path or query")
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil || host == "" {
+		return brokerSpec{}, bad("HOST:PORT is required")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return brokerSpec{}, bad("port must be a number from 1 to 65535")
+	}
+	return brokerSpec{kind: brokerBridge, addr: u.Host}, nil
+}
+
+// redactURL hides the user information of a URL-like string.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
+}
+
+// checkName checks a platform or node name: 1 to maxLen characters from letters, digits,
+// '.', '_' and '-', starting with a letter or digit.
+func checkName(flag, s string, maxLen int) error {
+	if len(s) > maxLen {
+		return fmt.Errorf("%s %q: longer than %d characters", flag, s, maxLen)
+	}
+	for i, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || (i > 0 && (r == '.' || r == '_' || r == '-'))
+		if !ok {
+			return fmt.Errorf("%s %q: use letters, digits, '.', '_' and '-' only, starting with a letter or digit", flag, s)
+		}
+	}
+	return nil
+}
+
+// newLogger returns a zerolog logger writing JSON (format "json") or human-readable lines
+// (format "console") to w at the given level.
+func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
+	if err != nil || level == "" || lvl == zerolog.NoLevel {
+		return zerolog.Nop(), fmt.Errorf("--log-level %q: want trace, debug, info, warn, error or disabled", level)
+	}
+	var out io.Writer
+	switch format {
+	case "json":
+		out = w
+	case "console":
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !isTerminal(w)}
+	default:
+		return zerolog.Nop(), fmt.Errorf("--log-format %q: want json or console", format)
+	}
+	return zerolog.New(out).Level(lvl).Hook(timestampHook{}), nil
+}
+
+// timestampHook stamps every log line with the time in RFC 3339 with nanoseconds (UTC),
+// without changing zerolog's process-wide TimeFieldFormat.
+type timestampHook struct{}
+
+// Run implements zerolog.Hook.
+func (timestampHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Str(zerolog.TimestampFieldName, time.Now().UTC().Format(time.RFC3339Nano))
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// backoff is a jittered exponential backoff between min and max.
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+// next returns the next wait: doubled each time up to max, with ±20 % jitter.
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	jitter := time.Duration(rand.Int64N(int64(b.cur)/5+1)) * 2
+	return b.cur - b.cur/5 + jitter
+}
+
+// retry runs attempt until it succeeds, stop says an error is final, or ctx ends; it
+// logs every failed attempt and waits with backoff in between. It returns ctx's error
+// when ctx ended.
+func retry(ctx context.Context, log zerolog.Logger, what string, attempt func(context.Context) error, stop func(error) bool) error {
+	b := backoff{min: 250 * time.Millisecond, max: 15 * time.Second}
+	for n := 1; ; n++ {
+		err := attempt(ctx)
+		if err == nil {
+			if n > 1 {
+				log.Info().Int("attempt", n).Msg(what + ": reachable")
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if stop != nil && stop(err) {
+			return err
+		}
+		wait := b.next()
+		log.Warn().Int("attempt", n).Dur("retry_in", wait).Str("error", oneLine(err)).Msg(what + ": not reachable, retrying")
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// waitForDatabase applies the migrations (or, without migrate, pings) until it succeeds
+// or ctx ends, retrying with backoff and logging every attempt.
+func waitForDatabase(ctx context.Context, log zerolog.Logger, pool *pgxpool.Pool, migrate bool) error {
+	return retry(ctx, log, "database", func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if !migrate {
+			return pool.Ping(actx)
+		}
+		applied, err := store.Migrate(actx, pool)
+		if err == nil && len(applied) > 0 {
+			log.Info().Ints("versions", applied).Msg("applied migrations")
+		}
+		return err
+	}, nil)
+}
+
+// dialBridge connects to a bridge server, retrying with backoff until it answers or ctx
+// ends. A refused token is final.
+func dialBridge(ctx context.Context, log zerolog.Logger, addr, token string) (*bridge.Client, error) {
+	var c *bridge.Client
+	err := retry(ctx, log, "bridge "+addr, func(ctx context.Context) error {
+		var err error
+		c, err = bridge.Dial(ctx, addr, bridge.ClientOptions{Token: token, Name: "copierd", Logger: log})
+		return err
+	}, func(err error) bool { return errors.Is(err, broker.ErrPermanent) })
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}

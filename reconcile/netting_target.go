@@ -1,0 +1,196 @@
+package reconcile
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/snapcopier/copier/broker"
+)
+
+// planSymbol drives the link's position on one symbol to the net of its shares.
+func (p *planner) planSymbol(ns *netSymbol) {
+	for _, d := range ns.dups {
+		p.act(closeAction(d, 0, ReasonDuplicate))
+	}
+	if ns.foreign {
+		return
+	}
+	slices.SortFunc(ns.shares, func(a, b share) int { return byAge(a.m, b.m) })
+	spec, hasSpec := p.followerSpec(ns.name)
+	cur := 0.0
+	if ns.pos != nil {
+		cur = float64(ns.pos.Side) * ns.pos.Volume
+	}
+	if len(ns.shares) == 0 {
+		if ns.pos != nil {
+			p.act(closeAction(*ns.pos, p.eventTicket(), ReasonMasterClosed))
+		}
+		return
+	}
+	rules, why, detail := lotRulesFor(spec, p.s.Sizing)
+	if !hasSpec || why != 0 {
+		for _, s := range ns.shares {
+			p.skip(Skip{MasterTicket: s.m.Ticket, Symbol: s.m.Symbol, Reason: SkipSymbolSpec, Detail: detail})
+		}
+		return
+	}
+
+	ns.spec, ns.rules = spec, rules
+	ns.track = make([]Tracked, len(ns.shares))
+	for i, s := range ns.shares {
+		ns.track[i] = Tracked{MasterTicket: s.m.Ticket, Ratio: s.ratio}
+	}
+	target := p.netTarget(ns.shares, rules)
+	side := sideOf(target)
+	lead := leadShare(ns.shares, side)
+
+	if rules.same(target, cur) {
+		var at int64
+		if ns.pos != nil {
+			at = ns.pos.Ticket
+			p.fixNetStops(ns, spec, lead, ns.pos.OpenPrice)
+		}
+		for _, s := range ns.shares {
+			if s.fresh {
+				p.track(s.m.Ticket, at, s.ratio)
+			}
+		}
+		return
+	}
+	// A Close keeps its shares tracked, flat (FollowerTicket 0): they are still copied,
+	// their net is just zero, and an Open that follows re-points them.
+	netClose := Action{}
+	if ns.pos != nil {
+		netClose = closeAction(*ns.pos, p.eventTicket(), ReasonNetTarget)
+		netClose.Track = ns.track
+	}
+	switch {
+	case ns.pos == nil:
+		p.netOpen(ns, lead, 0, target)
+	case target == 0:
+		p.act(netClose)
+	case sideOf(cur) != side:
+		p.act(netClose)
+		p.netOpen(ns, lead, 0, target)
+	case math.Abs(target) > math.Abs(cur):
+		p.netOpen(ns, firstFresh(ns.shares, side, lead), cur, target)
+	default:
+		d := roundToStep(math.Abs(cur)-math.Abs(target), rules.step)
+		if d < spec.MinLot {
+			p.skip(Skip{MasterTicket: p.eventTicket(), FollowerTicket: ns.pos.Ticket, Symbol: ns.name, Reason: SkipAdjustBelowMin,
+				Detail: fmt.Sprintf("position %v, target %v: closing %v is below the minimum %v", cur, target, d, spec.MinLot)})
+			return
+		}
+		p.act(Action{Kind: PartialClose, Reason: ReasonNetTarget, MasterTicket: p.eventTicket(), FollowerTicket: ns.pos.Ticket,
+			Symbol: ns.name, Side: ns.pos.Side, Volume: d, Track: ns.track})
+		p.fixNetStops(ns, spec, lead, ns.pos.OpenPrice)
+	}
+}
+
+// netTarget is the signed net of the shares: rounded toward zero to the step, capped at the
+// maximum (and max_lots_per_symbol), and 0 below the minimum unless force_min is set.
+func (p *planner) netTarget(shares []share, rules lotRules) float64 {
+	n := netOf(shares)
+	sign := float64(sideOf(n))
+	v := RoundDownToStep(math.Abs(n), rules.step)
+	capAt := rules.max
+	if l := p.s.Limits.MaxLotsPerSymbol; l > 0 {
+		capAt = math.Min(capAt, RoundDownToStep(l, rules.step))
+	}
+	if v > capAt {
+		v = capAt
+	}
+	if v < rules.min {
+		if !p.s.Sizing.ForceMin || v == 0 {
+			return 0
+		}
+		v = rules.min
+	}
+	return sign * v
+}
+
+// netOpen opens (from flat: cur 0) or adds to the symbol's position to reach the signed
+// target, for share by. The stops are the lead share's.
+func (p *planner) netOpen(ns *netSymbol, by share, cur, target float64) {
+	spec, side := ns.spec, sideOf(target)
+	volume := roundToStep(math.Abs(target)-math.Abs(cur), ns.rules.step)
+	lead := leadShare(ns.shares, side)
+	if volume < spec.MinLot {
+		p.skip(Skip{MasterTicket: by.m.Ticket, Symbol: ns.name, Reason: SkipAdjustBelowMin,
+			Detail: fmt.Sprintf("position %v, target %v: adding %v is below the minimum %v", cur, target, volume, spec.MinLot)})
+		return
+	}
+	if !spec.TradeAllowed {
+		p.skip(Skip{MasterTicket: by.m.Ticket, Symbol: ns.name, Reason: SkipTradeDisabled,
+			Detail: fmt.Sprintf("follower symbol %s is not tradable", ns.name)})
+		return
+	}
+	price := expectedPrice(spec, side, lead.m.OpenPrice)
+	base := price
+	var onTicket int64
+	if cur != 0 && ns.pos != nil {
+		base = (math.Abs(cur)*ns.pos.OpenPrice + volume*price) / (math.Abs(cur) + volume)
+		onTicket = ns.pos.Ticket
+	}
+	_, msl, mtp := copySide(p.s, lead.m)
+	sl, tp := wantStops(p.s.Stops, spec, side, msl, mtp, base)
+	reason := ReasonNetTarget
+	if by.fresh && cur == 0 {
+		reason = ReasonCopyMissing
+	}
+	p.act(Action{Kind: Open, Reason: reason, MasterTicket: by.m.Ticket, FollowerTicket: onTicket,
+		Symbol: ns.name, Side: side, Volume: volume, SL: sl, TP: tp,
+		Magic: p.in.Link.Magic, Comment: Marker(by.m.Ticket), Price: price, Track: ns.track})
+}
+
+// fixNetStops modifies the position's SL/TP when they differ from what the lead share wants.
+func (p *planner) fixNetStops(ns *netSymbol, spec broker.SymbolSpec, lead share, base float64) {
+	if lead.side != ns.pos.Side {
+		return
+	}
+	_, msl, mtp := copySide(p.s, lead.m)
+	sl, tp := wantStops(p.s.Stops, spec, lead.side, msl, mtp, base)
+	if !samePrice(ns.pos.SL, sl, spec) || !samePrice(ns.pos.TP, tp, spec) {
+		p.act(Action{Kind: Modify, Reason: ReasonStops, MasterTicket: lead.m.Ticket, FollowerTicket: ns.pos.Ticket,
+			Symbol: ns.name, Side: ns.pos.Side, Volume: ns.pos.Volume, SL: sl, TP: tp})
+	}
+}
+
+// leadShare is the oldest share on side (its master's stops and marker go to the net
+// position); the oldest share when none is on side.
+func leadShare(shares []share, side broker.Side) share {
+	for _, s := range shares {
+		if s.side == side {
+			return s
+		}
+	}
+	return shares[0]
+}
+
+// firstFresh is the oldest new share on side, else lead: the master position an addition
+// serves.
+func firstFresh(shares []share, side broker.Side, lead share) share {
+	for _, s := range shares {
+		if s.fresh && s.side == side {
+			return s
+		}
+	}
+	return lead
+}
+
+// sideOf is the side of a signed volume (Buy for ≥ 0).
+func sideOf(v float64) broker.Side {
+	if v < 0 {
+		return broker.Sell
+	}
+	return broker.Buy
+}
+
+// eventTicket is the master ticket of the event path, 0 for a full plan.
+func (p *planner) eventTicket() int64 {
+	if p.sc.all {
+		return 0
+	}
+	return p.sc.ticket
+}
