@@ -154,15 +154,11 @@ func (a *accountActor) onOrderError(act reconcile.Action, err error) bool {
 // applyResult keeps the cached follower state and the ticket map in step with an executed
 // action, and returns the ticket-map rows to write.
 func (a *accountActor) applyResult(l linkState, act reconcile.Action, r broker.OrderResult) []store.TicketRow {
-	ticket := act.FollowerTicket
-	if act.Kind == reconcile.Open && r.Ticket != 0 {
-		ticket = r.Ticket
-	}
 	ps := a.follower.Positions
 	switch act.Kind {
 	case reconcile.Open:
 		if a.follower.Info.Mode != broker.Netting {
-			a.follower.Positions = append(ps, broker.Position{Ticket: ticket, Symbol: act.Symbol, Side: act.Side, Volume: r.Volume,
+			a.follower.Positions = append(ps, broker.Position{Ticket: r.Ticket, Symbol: act.Symbol, Side: act.Side, Volume: r.Volume,
 				OpenPrice: r.Price, SL: act.SL, TP: act.TP, Magic: act.Magic, Comment: act.Comment, OpenTime: r.ServerTime})
 		}
 	case reconcile.Close:
@@ -185,9 +181,13 @@ func (a *accountActor) applyResult(l linkState, act reconcile.Action, r broker.O
 			}
 		}
 	}
-	var rows []store.TicketRow
-	for _, t := range act.Track {
-		rows = append(rows, a.track(t.Entry(l.row.ID, ticket)))
+	track, untrack := act.MapChanges(l.row.ID, r)
+	rows := make([]store.TicketRow, 0, len(track)+len(untrack))
+	for _, t := range track {
+		rows = append(rows, a.track(t))
+	}
+	for _, t := range untrack {
+		rows = append(rows, a.untrack(t, time.Now()))
 	}
 	return rows
 }

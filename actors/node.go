@@ -26,7 +26,7 @@ type Config struct {
 	// may share one: leases are renewed by (id, epoch) pairs, never by node id alone.
 	NodeID   string
 	Platform string // required: the platform of the followers to claim ("mt5", "sim", ...)
-	Capacity int    // most followers to hold (default 1000)
+	Capacity int    // most followers to hold; 0 claims none (a node that only renews and releases)
 	Lease    leasekeeper.Config
 	// ReconcileEvery repairs drift (manual trades, stops hit) even without a gap (default
 	// 5 min; negative disables).
@@ -68,9 +68,6 @@ func (c *Config) Validate() error {
 	}
 	if c.Capacity < 0 {
 		return fmt.Errorf("%w: capacity must be ≥ 0, got %d", ErrConfig, c.Capacity)
-	}
-	if c.Capacity == 0 {
-		c.Capacity = 1000
 	}
 	if c.Lease == (leasekeeper.Config{}) {
 		c.Lease = leasekeeper.DefaultConfig()
@@ -173,6 +170,9 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 		Clock: deps.Clock, NodeGate: n.nodeGate, Supervisor: e.supervisor, Flusher: e.writer, Logger: log,
 		OnCycle: n.onCycle,
 	})))
+	if cfg.Capacity == 0 {
+		log.Warn().Msg("capacity 0: this node claims no accounts")
+	}
 	log.Info().Str("platform", cfg.Platform).Int("capacity", cfg.Capacity).Dur("lease", cfg.Lease.Lease).
 		Dur("fence", cfg.Lease.Fence).Dur("interval", cfg.Lease.Interval).Msg("node started")
 	return n, nil

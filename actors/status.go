@@ -158,25 +158,28 @@ func (m *Metrics) CopyLatency() Histogram { return m.latency.snapshot() }
 // CycleDuration returns the lease cycle duration histogram.
 func (m *Metrics) CycleDuration() Histogram { return m.cycle.snapshot() }
 
-// HistogramBounds are the upper bounds of the latency histogram buckets, in seconds.
-var HistogramBounds = [...]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+// histogramBounds are the upper bounds of the latency histogram buckets, in seconds.
+var histogramBounds = [...]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// HistogramBounds returns the upper bounds of the histogram buckets, in seconds.
+func HistogramBounds() []float64 { return append([]float64(nil), histogramBounds[:]...) }
 
 // Histogram is a cumulative-bucket snapshot in Prometheus form.
 type Histogram struct {
-	Counts [len(HistogramBounds)]int64 // observations ≤ bound, cumulative
+	Counts [len(histogramBounds)]int64 // observations ≤ HistogramBounds()[i], cumulative
 	Count  int64
 	Sum    float64 // seconds
 }
 
 type latencyHistogram struct {
-	buckets [len(HistogramBounds) + 1]atomic.Int64
+	buckets [len(histogramBounds) + 1]atomic.Int64
 	count   atomic.Int64
 	sumNs   atomic.Int64
 }
 
 func (h *latencyHistogram) observe(d time.Duration) {
 	s := d.Seconds()
-	i := sort.SearchFloat64s(HistogramBounds[:], s)
+	i := sort.SearchFloat64s(histogramBounds[:], s)
 	h.buckets[i].Add(1)
 	h.count.Add(1)
 	h.sumNs.Add(int64(d))
@@ -185,7 +188,7 @@ func (h *latencyHistogram) observe(d time.Duration) {
 func (h *latencyHistogram) snapshot() Histogram {
 	var out Histogram
 	var cum int64
-	for i := range HistogramBounds {
+	for i := range histogramBounds {
 		cum += h.buckets[i].Load()
 		out.Counts[i] = cum
 	}

@@ -49,11 +49,18 @@ func WriteStatusesFenced(ctx context.Context, pool *pgxpool.Pool, node string, r
 		}
 	}
 	tag, err := pool.Exec(ctx, `
+		WITH s AS (
+			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::float8[], $7::float8[], $8::timestamptz[], $9::timestamptz[])
+			     AS s(id, epoch, status, last_error, balance, equity, at, last_copy_at)),
+		locked AS (
+			SELECT t.id FROM trading_accounts t JOIN s ON t.id = s.id AND t.lease_epoch = s.epoch
+			WHERE t.node_id = $1
+			ORDER BY t.id
+			FOR NO KEY UPDATE OF t)
 		UPDATE trading_accounts t
 		SET status = s.status, last_error = s.last_error, balance = s.balance, equity = s.equity,
 		    status_at = s.at, last_copy_at = coalesce(s.last_copy_at, t.last_copy_at)
-		FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::float8[], $7::float8[], $8::timestamptz[], $9::timestamptz[])
-		     AS s(id, epoch, status, last_error, balance, equity, at, last_copy_at)
+		FROM s JOIN locked ON locked.id = s.id
 		WHERE t.id = s.id AND t.node_id = $1 AND t.lease_epoch = s.epoch`,
 		node, ids, epochs, statuses, errs, balances, equities, ats, copies)
 	if err != nil {
@@ -75,7 +82,8 @@ type TicketRow struct {
 
 // UpsertTicketsFenced inserts or updates ticket-map rows in one statement, each only where
 // its follower is still owned by node at the row's epoch. The follower rows are share-locked
-// so a concurrent claim either commits first (and the row is refused) or waits.
+// (in id order) so a concurrent claim either commits first (and the row is refused) or
+// waits.
 func UpsertTicketsFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []TicketRow) (FencedResult, error) {
 	// One statement may not upsert one key twice: the last write of a key wins.
 	rows = lastPerKey(rows, func(r TicketRow) [3]int64 {
@@ -96,13 +104,19 @@ func UpsertTicketsFenced(ctx context.Context, pool *pgxpool.Pool, node string, r
 		}
 	}
 	tag, err := pool.Exec(ctx, `
+		WITH s AS (
+			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::float8[], $8::timestamptz[])
+			     AS s(follower_id, epoch, link_id, master_ticket, follower_ticket, volume, closed_at)),
+		owned AS (
+			SELECT t.id, t.lease_epoch FROM trading_accounts t
+			WHERE t.id = ANY($2::bigint[]) AND t.node_id = $1
+			ORDER BY t.id
+			FOR SHARE OF t)
 		INSERT INTO copy_positions AS c (follower_id, link_id, master_ticket, follower_ticket, volume, closed_at, lease_epoch)
 		SELECT s.follower_id, s.link_id, s.master_ticket, s.follower_ticket, s.volume, s.closed_at, s.epoch
-		FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::float8[], $8::timestamptz[])
-		     AS s(follower_id, epoch, link_id, master_ticket, follower_ticket, volume, closed_at)
-		JOIN trading_accounts t ON t.id = s.follower_id AND t.node_id = $1 AND t.lease_epoch = s.epoch
+		FROM s
+		JOIN owned o ON o.id = s.follower_id AND o.lease_epoch = s.epoch
 		JOIN copy_links l ON l.id = s.link_id AND l.follower_id = s.follower_id
-		FOR SHARE OF t
 		ON CONFLICT (follower_id, link_id, master_ticket) DO UPDATE
 		SET follower_ticket = excluded.follower_ticket, volume = excluded.volume, closed_at = excluded.closed_at, lease_epoch = excluded.lease_epoch, updated_at = now()`,
 		node, fids, epochs, links, mts, fts, vols, closed)

@@ -107,10 +107,14 @@ func releaseSwitchedOff(ctx context.Context, tx pgx.Tx, req CycleRequest, ids, e
 		return nil, nil
 	}
 	rows, err := tx.Query(ctx, `
+		WITH locked AS (
+			SELECT t.id FROM trading_accounts t
+			JOIN unnest($2::bigint[], $3::bigint[]) AS s(id, epoch) ON t.id = s.id AND t.lease_epoch = s.epoch
+			WHERE t.node_id = $1 AND (NOT t.enabled OR t.role <> 'follower' OR t.platform <> $4)
+			ORDER BY t.id
+			FOR NO KEY UPDATE OF t)
 		UPDATE trading_accounts t SET node_id = NULL, lease_until = NULL
-		FROM unnest($2::bigint[], $3::bigint[]) AS s(id, epoch)
-		WHERE t.id = s.id AND t.lease_epoch = s.epoch AND t.node_id = $1
-		  AND (NOT t.enabled OR t.role <> 'follower' OR t.platform <> $4)
+		FROM locked WHERE t.id = locked.id
 		RETURNING t.id`, req.Node, ids, epochs, req.Platform)
 	if err != nil {
 		return nil, fmt.Errorf("release switched off: %w", err)
@@ -118,15 +122,23 @@ func releaseSwitchedOff(ctx context.Context, tx pgx.Tx, req CycleRequest, ids, e
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
+// renewLeases and every other statement that locks several trading_accounts rows lock
+// them in ascending id order (the ORDER BY under FOR … UPDATE/SHARE), so two of them can
+// never deadlock: without it the renewal and a node's batched ticket-map write deadlocked
+// under load and the lease cycle failed.
 func renewLeases(ctx context.Context, tx pgx.Tx, req CycleRequest, ids, epochs []int64) ([]Owned, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	rows, err := tx.Query(ctx, `
+		WITH locked AS (
+			SELECT t.id FROM trading_accounts t
+			JOIN unnest($2::bigint[], $3::bigint[]) AS s(id, epoch) ON t.id = s.id AND t.lease_epoch = s.epoch
+			WHERE t.node_id = $1 AND t.enabled AND t.role = 'follower' AND t.platform = $5
+			ORDER BY t.id
+			FOR NO KEY UPDATE OF t)
 		UPDATE trading_accounts t SET lease_until = now() + make_interval(secs => $4)
-		FROM unnest($2::bigint[], $3::bigint[]) AS s(id, epoch)
-		WHERE t.id = s.id AND t.lease_epoch = s.epoch AND t.node_id = $1
-		  AND t.enabled AND t.role = 'follower' AND t.platform = $5
+		FROM locked WHERE t.id = locked.id
 		RETURNING t.id, t.lease_epoch, t.config_version`, req.Node, ids, epochs, req.Lease.Seconds(), req.Platform)
 	if err != nil {
 		return nil, fmt.Errorf("renew: %w", err)

@@ -51,7 +51,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
 		if given[f.Name] || bad != nil {
 			return
 		}
-		if v, ok := os.LookupEnv(envName(f.Name)); ok {
+		if v := os.Getenv(envName(f.Name)); v != "" { // set but empty counts as unset
 			if err := fs.Set(f.Name, v); err != nil {
 				bad = fmt.Errorf("%s=%q: %v", envName(f.Name), v, err)
 			}

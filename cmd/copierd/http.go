@@ -308,7 +308,7 @@ func writeMetrics(w io.Writer, nodes []*actors.Node) {
 
 // writeHistogram writes the buckets, sum and count of one histogram series.
 func writeHistogram(m metricsWriter, name string, h actors.Histogram, node string) {
-	for i, le := range actors.HistogramBounds {
+	for i, le := range actors.HistogramBounds() {
 		m.sample(name+"_bucket", float64(h.Counts[i]), "node", node, "le", formatFloat(le))
 	}
 	m.sample(name+"_bucket", float64(h.Count), "node", node, "le", "+Inf")

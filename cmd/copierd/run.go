@@ -62,7 +62,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.broker, "broker", "", `trade server: "sim" (in-process simulator) or "bridge://HOST:PORT" (required)`)
 	fs.StringVar(&f.bridgeToken, "bridge-token", "", "shared secret of the bridge server (never logged)")
 	fs.StringVar(&f.nodeID, "node-id", "", "this node's name in trading_accounts.node_id (default <platform>-<hostname>)")
-	fs.IntVar(&f.capacity, "capacity", 1000, "most follower accounts this node holds (≥ 1)")
+	fs.IntVar(&f.capacity, "capacity", 1000, "most follower accounts this node holds (0 claims none)")
 	fs.DurationVar(&f.lease, "lease", leasekeeper.DefaultLease, "lease length: lease_until = now() + lease on every renewal")
 	fs.DurationVar(&f.fence, "fence", leasekeeper.DefaultFence, "stop sending orders this long before a lease could end (< lease)")
 	fs.DurationVar(&f.interval, "interval", leasekeeper.DefaultInterval, "time between lease cycles (< lease − fence)")
@@ -96,8 +96,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr(err)
 		}
 	}
-	if f.capacity == 0 {
-		return usageErr(errors.New("--capacity must be at least 1 (got 0)"))
+	if f.capacity < 0 {
+		return usageErr(fmt.Errorf("--capacity must be ≥ 0 (got %d)", f.capacity))
 	}
 	timing := leasekeeper.Config{Lease: f.lease, Fence: f.fence, Interval: f.interval}
 	if err := timing.Validate(); err != nil {

@@ -188,7 +188,6 @@ func TestRunBadConfigExitsTwoWithOneLine(t *testing.T) {
 		{"interval too long", base("--lease", "60s", "--fence", "15s", "--interval", "50s"), nil, "interval (50s) must be shorter than lease − fence (45s)"},
 		{"zero fence", base("--fence", "0s"), nil, "fence must be positive"},
 		{"negative capacity", base("--capacity", "-1"), nil, "capacity must be ≥ 0"},
-		{"zero capacity", base("--capacity", "0"), nil, "--capacity must be at least 1"},
 		{"bad node id", base("--node-id", "a b"), nil, `--node-id "a b"`},
 		{"bad log format", base("--log-format", "xml"), nil, `--log-format "xml": want json or console`},
 		{"bad log level", base("--log-level", "loud"), nil, `--log-level "loud"`},
