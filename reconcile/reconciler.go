@@ -137,7 +137,17 @@ func (r *Reconciler) pump(ctx actor.Context) {
 		go func() {
 			jctx, cancel := context.WithTimeout(context.Background(), cfg.FetchTimeout)
 			defer cancel()
-			root.Send(self, jobDone{req: req, resp: Run(jctx, req, cfg.Now())})
+			resp := Response{AccountID: req.AccountID, Cause: req.Cause}
+			func() {
+				// A panic in a broker implementation must fail one job, not the process.
+				defer func() {
+					if r := recover(); r != nil {
+						resp.Err = fmt.Errorf("reconcile of account %d panicked: %v", req.AccountID, r)
+					}
+				}()
+				resp = Run(jctx, req, cfg.Now())
+			}()
+			root.Send(self, jobDone{req: req, resp: resp})
 		}()
 	}
 }
