@@ -43,7 +43,9 @@ func newCluster(t *testing.T, masters, followers int) *cluster {
 	// protoactor's dead-letter throttle sleeps out its period in a goroutine of its own
 	// after a node stops; it ends by itself.
 	throttle := goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1")
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore, throttle) })
+	// toxiproxy's toxic pipelines (cut tests) wind down on their own after the proxy stops.
+	toxics := goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run")
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore, throttle, toxics) })
 	c := &cluster{t: t, db: storetest.NewDB(t), nodes: map[string]*actors.Node{}}
 	c.sim = sim.New(sim.Config{Seed: 7, AutoProvision: true, DefaultAccount: broker.AccountSpec{
 		Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging,
