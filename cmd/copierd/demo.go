@@ -153,6 +153,7 @@ type demo struct {
 	gen       *generator
 	dbURL     string
 	started   atomic.Pointer[time.Time] // when trading started; read by the HTTP handler
+	console   consoleEnv                // a generated key and token for this run
 }
 
 // printf writes one line of output.
@@ -225,6 +226,9 @@ func (d *demo) run(ctx context.Context) (code int) {
 		return fail(fmt.Errorf("the database already holds %d follower accounts; the demo needs an empty one (omit --database-url for a throwaway PostgreSQL)", len(existing)))
 	}
 
+	if d.console, err = newDemoConsole(); err != nil {
+		return fail(err)
+	}
 	d.sim = sim.New(sim.Config{Seed: int64(d.f.seed), AutoProvision: true})
 	if err := d.createAccounts(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -250,11 +254,15 @@ func (d *demo) run(ctx context.Context) (code int) {
 	httpCtx, stopHTTP := context.WithCancel(context.Background())
 	httpDone := make(chan struct{})
 	if listener != nil {
+		if err := mountConsole(web, d.console.options(d.pool, d.nodes[0], d.sim, d.log)); err != nil {
+			stopHTTP()
+			return fail(err)
+		}
 		go func() {
 			defer close(httpDone)
 			serveHTTP(httpCtx, listener, web.handler(), d.log)
 		}()
-		d.printf("status page: http://%s/  (also /healthz, /readyz, /metrics)", listener.Addr())
+		d.printf("console: http://%s/  (sign in with token %s; status page /status, also /healthz, /readyz, /metrics)", listener.Addr(), d.console.token)
 	} else {
 		close(httpDone)
 	}
@@ -443,7 +451,7 @@ func (d *demo) startNodes(ctx context.Context) (stop func()) {
 		}
 		pools = append(pools, pool)
 		n, err := actors.Start(ctx, actors.Config{NodeID: id, Platform: "sim", Capacity: d.f.capacity, Lease: d.timing},
-			actors.Deps{Pool: pool, Broker: d.sim, Logger: d.log})
+			actors.Deps{Pool: pool, Broker: d.sim, Logger: d.log, Credentials: d.console.credentials()})
 		if err != nil {
 			d.log.Error().Err(err).Str("node", id).Msg("start node")
 			return stop

@@ -26,8 +26,11 @@ import (
 //	GET /healthz  200 while the process is up
 //	GET /readyz   200 when every node holds a trusted lease (node.Ready), else 503
 //	GET /metrics  Prometheus text format, one series per node (label node)
-//	GET /         a plain HTML status page (refreshes itself every few seconds)
+//	GET /status   a plain HTML status page (refreshes itself every few seconds)
+//	/             the operator console once mounted (see consolemount.go), else the status page
 type statusHTTP struct {
+	// console, once stored, serves every path not listed above.
+	console atomic.Pointer[http.Handler]
 	// nodes returns the running nodes; it may return none (still starting).
 	nodes func() []*actors.Node
 	// summary, when set, adds one line of context to the status page (the demo's progress).
@@ -60,7 +63,18 @@ func (s *statusHTTP) handler() http.Handler {
 		writeMetrics(bw, s.nodes())
 		_ = bw.Flush()
 	})
-	mux.HandleFunc("GET /{$}", s.statusPage)
+	mux.HandleFunc("GET /status", s.statusPage)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if c := s.console.Load(); c != nil {
+			(*c).ServeHTTP(w, r)
+			return
+		}
+		if r.Method == http.MethodGet && r.URL.Path == "/" {
+			s.statusPage(w, r)
+			return
+		}
+		http.NotFound(w, r)
+	})
 	return mux
 }
 

@@ -123,6 +123,20 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(err)
 	}
+	cenv, err := readConsoleEnv()
+	if err != nil {
+		return usageErr(err)
+	}
+	consoleOn := false
+	if f.httpAddr != "" {
+		var warning string
+		if consoleOn, warning, err = checkConsole(f.httpAddr, cenv.options(nil, nil, nil, log)); err != nil {
+			return usageErr(err)
+		}
+		if warning != "" {
+			log.Warn().Msg(warning)
+		}
+	}
 	cfg := actors.Config{
 		NodeID: f.nodeID, Platform: f.platform, Capacity: f.capacity, Lease: timing,
 		ReconcileEvery: f.reconcileEvery, OrderTimeout: f.orderTimeout,
@@ -200,12 +214,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		b = c
 	}
 
-	node, err := actors.Start(ctx, cfg, actors.Deps{Pool: pool, Broker: b, Logger: log})
+	node, err := actors.Start(ctx, cfg, actors.Deps{Pool: pool, Broker: b, Logger: log, Credentials: cenv.credentials()})
 	if err != nil {
 		fmt.Fprintf(stderr, "copierd run: %s\n", oneLine(err))
 		return exitFailure
 	}
 	current.Store(node)
+	if consoleOn {
+		ctl, _ := b.(broker.Controller)
+		if err := mountConsole(web, cenv.options(pool, node, ctl, log)); err != nil {
+			log.Error().Err(err).Msg("console not started")
+		}
+	}
 
 	<-ctx.Done()
 	log.Info().Msg("signalled; stopping (finishing in-flight orders, releasing leases)")

@@ -485,7 +485,7 @@ func TestDemoShortRun(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
-	for _, want := range []string{"status page: http://127.0.0.1:", "created 2 masters and 20 followers", "the nodes own all 20 followers",
+	for _, want := range []string{"console: http://127.0.0.1:", "created 2 masters and 20 followers", "the nodes own all 20 followers",
 		"verdict: OK — all 20 followers", "all 20 leases released"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("stdout lacks %q:\n%s", want, out.String())

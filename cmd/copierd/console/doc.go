@@ -1,0 +1,46 @@
+// Package console is the copier's operator console: server-rendered HTML pages (Go
+// html/template, a little plain JavaScript, every asset embedded, no CDN) and a JSON API
+// under /api/ for the same things. See cmd/copierd/API.md for the API.
+//
+// Pages:
+//
+//	/                      cluster: every node seen in the database, this node's gate and trust
+//	/accounts              searchable, paginated accounts table (server-side; fine at 20,000 rows)
+//	/accounts/new          create an account
+//	/accounts/{id}         detail: links, master positions beside follower copies, copy journal
+//	/accounts/{id}/edit    edit an account
+//	/links                 links; /links/new and /links/{id}/edit create and edit them
+//	/login, /logout        session login for browsers (with a token or user and password)
+//
+// Pages refresh their live parts by polling (every 2–3 s) for server-rendered fragments, so
+// there is one template per view and no client-side rendering.
+//
+// # Access
+//
+// With Options.Token and/or Options.User and Options.Password set, every page and API call
+// needs them: an "Authorization: Bearer <token>" header, HTTP basic credentials, or a
+// session cookie from /login (HttpOnly, SameSite=Strict, 12 h). Without credentials the
+// console is read-only and answers only loopback clients addressed by a loopback host name
+// (a guard against DNS rebinding); CheckBind refuses a non-loopback listen address in that
+// case. Mutations are refused without credentials.
+//
+// Cross-site request forgery: every non-GET request passes net/http's
+// CrossOriginProtection (Sec-Fetch-Site / Origin); HTML forms also carry a per-session
+// token; API mutations must be JSON (Content-Type: application/json), which a cross-site
+// form cannot send.
+//
+// # Secrets
+//
+// A password given for an account is sealed with Options.Sealer (store/secrets, AES-GCM)
+// before it reaches the database, and is never returned, rendered, logged, or repeated in
+// an error. Nodes open it with CredentialsFunc.
+//
+// # Draining
+//
+// "Pause claiming" calls Node.SetDraining(true): the node keeps and renews what it holds
+// but claims nothing new (reversible). "Drain" pauses claiming and then calls Node.Stop,
+// the engine's graceful hand-back: every AccountActor finishes its in-flight order, the
+// buffered statuses are written, and every lease is released at once so other nodes claim
+// the accounts in their next cycle instead of waiting for the leases to expire. A drained
+// node does not come back; restart the process to rejoin. The console keeps serving.
+package console

@@ -1,0 +1,49 @@
+package console
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSafeNext(t *testing.T) {
+	for in, want := range map[string]string{
+		"/accounts?q=a":        "/accounts?q=a",
+		"/":                    "/",
+		"":                     "/",
+		"accounts":             "/",
+		"//evil.example":       "/",
+		"/\\evil.example":      "/",
+		"/\t/evil.example":     "/",
+		"/\n/evil.example":     "/",
+		"https://evil.example": "/",
+		"/a\\b":                "/",
+	} {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		in   *float64
+		want string
+	}{{nil, "—"}, {f(0), "0.00"}, {f(999.5), "999.50"}, {f(1000), "1,000.00"}, {f(1234567.891), "1,234,567.89"}, {f(-25000), "-25,000.00"}, {f(-0.001), "0.00"}} {
+		if got := fmtMoney(c.in); got != c.want {
+			t.Errorf("fmtMoney(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	for d, want := range map[time.Duration]string{0: "0", 250 * time.Microsecond: "250 µs", 42 * time.Millisecond: "42 ms",
+		1500 * time.Millisecond: "1.5 s", 125 * time.Second: "2m05s", 3*time.Hour + 5*time.Minute: "3h05m", 72 * time.Hour: "3 d"} {
+		if got := fmtDur(d); got != want {
+			t.Errorf("fmtDur(%v) = %q, want %q", d, got, want)
+		}
+	}
+	for host, want := range map[string]bool{"localhost": true, "LOCALHOST.": true, "app.localhost": true, "127.0.0.1": true, "::1": true,
+		"[::1]": true, "0.0.0.0": false, "": false, "10.0.0.1": false, "localhost.example.com": false} {
+		if got := isLoopbackHost(host); got != want {
+			t.Errorf("isLoopbackHost(%q) = %v", host, got)
+		}
+	}
+}

@@ -1,0 +1,291 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/store"
+)
+
+// Input limits.
+const (
+	maxLogin    = 64
+	maxServer   = 128
+	maxPassword = 256
+	maxSettings = 64 << 10
+)
+
+var platformRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$`)
+
+// fieldErrs collects one message per input field (the first problem found), plus the
+// itemised problems of a link's settings.
+type fieldErrs struct {
+	m        map[string]string
+	settings []settingsProblem
+}
+
+func (f *fieldErrs) add(field, msg string) {
+	if f.m == nil {
+		f.m = map[string]string{}
+	}
+	if _, ok := f.m[field]; !ok {
+		f.m[field] = msg
+	}
+}
+
+func (f *fieldErrs) any() bool { return len(f.m) > 0 }
+
+// merge adds o's problems to f's (f's message wins for a field both name).
+func (f *fieldErrs) merge(o fieldErrs) {
+	for k, v := range o.m {
+		f.add(k, v)
+	}
+	if f.settings == nil {
+		f.settings = o.settings
+	}
+}
+
+// summary is one line naming every invalid field, for the API's error message.
+func (f *fieldErrs) summary() string {
+	var b strings.Builder
+	b.WriteString("invalid input: ")
+	first := true
+	for _, k := range []string{"id", "role", "platform", "login", "server", "password", "master_id", "follower_id", "magic", "settings", "enabled"} {
+		if msg, ok := f.m[k]; ok {
+			if !first {
+				b.WriteString("; ")
+			}
+			first = false
+			b.WriteString(k + ": " + msg)
+		}
+	}
+	return b.String()
+}
+
+// apiError returns the API body of the errors.
+func (f *fieldErrs) apiError() apiError {
+	return apiError{Error: f.summary(), Fields: f.m, SettingsErrors: f.settings}
+}
+
+// accountInput is the body of an account create or edit. Absent fields are nil.
+type accountInput struct {
+	ID       *int64  `json:"id"`
+	Platform *string `json:"platform"`
+	Role     *string `json:"role"`
+	Enabled  *bool   `json:"enabled"`
+	Login    *string `json:"login"`
+	Server   *string `json:"server"`
+	// Password is the broker password: sealed before it is stored, never returned.
+	Password *string `json:"password"`
+	// ClearPassword removes the stored password.
+	ClearPassword bool `json:"clear_password"`
+}
+
+// checkText validates a free-text field and returns it trimmed.
+func checkText(fe *fieldErrs, field string, v *string, required bool, maxLen int) string {
+	if v == nil {
+		if required {
+			fe.add(field, "required")
+		}
+		return ""
+	}
+	s := strings.TrimSpace(*v)
+	switch {
+	case s == "" && required:
+		fe.add(field, "required")
+	case !utf8.ValidString(s):
+		fe.add(field, "must be valid UTF-8 text")
+	case len(s) > maxLen:
+		fe.add(field, fmt.Sprintf("at most %d bytes", maxLen))
+	case strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		fe.add(field, "must not contain control characters")
+	}
+	*v = s
+	return s
+}
+
+// validateAccount checks an account input. For a create, id, role, platform and login are
+// required; for an edit (create false) every field is optional and the id cannot change.
+// Messages never repeat the password.
+func (s *Server) validateAccount(in *accountInput, create bool, pathID int64) fieldErrs {
+	var fe fieldErrs
+	if create {
+		if in.ID == nil {
+			fe.add("id", "required: the account's number (a positive integer)")
+		} else if *in.ID <= 0 {
+			fe.add("id", "must be a positive integer")
+		}
+	} else if in.ID != nil && *in.ID != pathID {
+		fe.add("id", "an account's id cannot change")
+	}
+	if in.Role != nil || create {
+		if in.Role == nil || *in.Role == "" {
+			fe.add("role", "required: master or follower")
+		} else if !store.Role(*in.Role).Valid() {
+			fe.add("role", "must be master or follower")
+		}
+	}
+	if in.Platform != nil || create {
+		p := checkText(&fe, "platform", in.Platform, true, 32)
+		if p != "" && fe.m["platform"] == "" && !platformRE.MatchString(p) {
+			fe.add("platform", "letters, digits, '.', '_' and '-' only (e.g. mt4, mt5, sim)")
+		}
+	}
+	checkText(&fe, "login", in.Login, create, maxLogin)
+	if in.Login != nil && *in.Login == "" {
+		fe.add("login", "required")
+	}
+	checkText(&fe, "server", in.Server, false, maxServer)
+	if in.Password != nil {
+		pw := *in.Password
+		switch {
+		case pw == "" && !create:
+			fe.add("password", "must not be empty (to remove the password, use clear_password)")
+		case in.ClearPassword && pw != "":
+			fe.add("password", "give a new password or clear it, not both")
+		case len(pw) > maxPassword:
+			fe.add("password", fmt.Sprintf("at most %d bytes", maxPassword))
+		case !utf8.ValidString(pw) || strings.ContainsRune(pw, 0):
+			fe.add("password", "must be text without NUL characters")
+		case pw != "" && s.opts.Sealer == nil:
+			fe.add("password", "cannot be stored: this console has no sealing key (set "+EnvKey+")")
+		}
+	}
+	return fe
+}
+
+// sealPassword seals the input's password, if any.
+func (s *Server) sealPassword(in *accountInput) ([]byte, error) {
+	if in.Password == nil || *in.Password == "" {
+		return nil, nil
+	}
+	return s.opts.Sealer.Seal(*in.Password)
+}
+
+// accountConflict maps a unique violation of trading_accounts to a field error.
+func accountConflict(err error, id int64) (fieldErrs, bool) {
+	var fe fieldErrs
+	c, ok := store.UniqueViolation(err)
+	if !ok {
+		return fe, false
+	}
+	switch c {
+	case "trading_accounts_pkey":
+		fe.add("id", "an account with id "+strconv.FormatInt(id, 10)+" exists already")
+	default:
+		fe.add("login", "another account has this login on this platform and server")
+	}
+	return fe, true
+}
+
+// linkInput is the body of a link create or edit. Absent fields are nil.
+type linkInput struct {
+	MasterID   *int64 `json:"master_id"`
+	FollowerID *int64 `json:"follower_id"`
+	Enabled    *bool  `json:"enabled"`
+	Magic      *int64 `json:"magic"`
+	// Settings is the link's settings object (reconcile.Settings); {} takes the defaults.
+	Settings json.RawMessage `json:"settings"`
+}
+
+// checkSettings validates a settings document with reconcile.ParseSettings and returns it
+// compacted (the operator's own document, not the defaults filled in).
+func checkSettings(fe *fieldErrs, raw []byte) []byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	if len(raw) > maxSettings {
+		fe.add("settings", fmt.Sprintf("at most %d bytes", maxSettings))
+		return nil
+	}
+	if raw[0] != '{' {
+		fe.add("settings", `must be a JSON object, e.g. {} or {"sizing": {"mode": "fixed_lot", "fixed_lot": 0.1}}`)
+		return nil
+	}
+	if _, err := reconcile.ParseSettings(raw); err != nil {
+		fe.settings = settingsProblems(err)
+		var parts []string
+		for _, p := range fe.settings {
+			if p.Field != "" {
+				parts = append(parts, p.Field+": "+p.Problem)
+			} else {
+				parts = append(parts, p.Problem)
+			}
+		}
+		fe.add("settings", strings.Join(parts, "; "))
+		return nil
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, raw); err != nil {
+		fe.add("settings", "malformed JSON")
+		return nil
+	}
+	return out.Bytes()
+}
+
+// settingsProblems flattens a ParseSettings error into its field problems.
+func settingsProblems(err error) []settingsProblem {
+	var out []settingsProblem
+	var walk func(error)
+	walk = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				walk(x)
+			}
+			return
+		}
+		var f *reconcile.FieldError
+		if errors.As(e, &f) {
+			out = append(out, settingsProblem{Field: f.Field, Problem: f.Problem})
+			return
+		}
+		msg := strings.TrimPrefix(e.Error(), reconcile.ErrInvalidSettings.Error()+": ")
+		msg = strings.TrimPrefix(msg, "json: ")
+		out = append(out, settingsProblem{Problem: msg})
+	}
+	walk(err)
+	return out
+}
+
+// validateLinkShape checks a link input without the database. For a create, master_id,
+// follower_id and magic are required; for an edit master_id and follower_id cannot change.
+func validateLinkShape(in *linkInput, create bool, current store.LinkRow) (fieldErrs, []byte) {
+	var fe fieldErrs
+	if create {
+		if in.MasterID == nil || *in.MasterID <= 0 {
+			fe.add("master_id", "required: the id of a master account")
+		}
+		if in.FollowerID == nil || *in.FollowerID <= 0 {
+			fe.add("follower_id", "required: the id of a follower account")
+		}
+		if in.MasterID != nil && in.FollowerID != nil && *in.MasterID == *in.FollowerID && *in.MasterID > 0 {
+			fe.add("follower_id", "must differ from the master")
+		}
+		if in.Magic == nil {
+			fe.add("magic", "required: a positive number that marks this link's copies")
+		}
+	} else {
+		if in.MasterID != nil && *in.MasterID != current.MasterID {
+			fe.add("master_id", "a link's master cannot change: create a new link")
+		}
+		if in.FollowerID != nil && *in.FollowerID != current.FollowerID {
+			fe.add("follower_id", "a link's follower cannot change: create a new link")
+		}
+	}
+	if in.Magic != nil && *in.Magic <= 0 {
+		fe.add("magic", "must be greater than 0")
+	}
+	var settings []byte
+	if in.Settings != nil || create {
+		settings = checkSettings(&fe, in.Settings)
+	}
+	return fe, settings
+}
