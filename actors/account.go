@@ -136,9 +136,15 @@ func (a *accountActor) load(ctx actor.Context) {
 		lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		var m loaded
-		m.cfg, m.err = store.LoadFollowerConfig(lctx, e.pool, id)
-		if m.err == nil {
-			m.tickets, m.err = store.OpenTickets(lctx, e.pool, id)
+		select {
+		case e.loads <- struct{}{}:
+			m.cfg, m.err = store.LoadFollowerConfig(lctx, e.pool, id)
+			if m.err == nil {
+				m.tickets, m.err = store.OpenTickets(lctx, e.pool, id)
+			}
+			<-e.loads
+		case <-lctx.Done():
+			m.err = fmt.Errorf("waiting to load: %w", lctx.Err())
 		}
 		if m.err == nil && old == nil {
 			m.session, m.err = e.connect(lctx, m.cfg.Account)

@@ -101,6 +101,11 @@ type engine struct {
 	reconciler  *actor.PID
 	writer      *actor.PID
 	halted      atomic.Bool // Halt: behave as a crashed process, send nothing more
+	// loads bounds how many AccountActors read their configuration at once, so a claim of
+	// thousands of accounts cannot take every pooled connection: the lease cycle and the
+	// StatusWriter always find one (a starved cycle missed its deadline at 20,000
+	// followers and the node lost its own leases).
+	loads chan struct{}
 }
 
 func (e *engine) now() time.Time { return time.Now() }
@@ -156,7 +161,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	}
 	log := deps.Logger.With().Str("node", cfg.NodeID).Logger()
 	e := &engine{cfg: cfg, pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials,
-		board: &board{}, metrics: &Metrics{}}
+		board: &board{}, metrics: &Metrics{}, loads: make(chan struct{}, max(1, int(deps.Pool.Config().MaxConns)-2))}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(log)))
 	n := &Node{e: e, system: system, nodeGate: leasekeeper.NewGate(deps.Clock), subs: map[chan NodeEvent]struct{}{}}
 	root := system.Root

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -245,6 +246,8 @@ func allPhases() []actors.AccountPhase {
 // Every series carries the node's id in the label node.
 func writeMetrics(w io.Writer, nodes []*actors.Node) {
 	m := metricsWriter{w: w}
+	m.family("go_goroutines", "gauge", "Number of goroutines that currently exist.")
+	m.sample("go_goroutines", float64(runtime.NumGoroutine()))
 	type nodeState struct {
 		id   string
 		cfg  actors.Config
