@@ -62,28 +62,47 @@ func TestCleanShutdownReleasesAtOnce(t *testing.T) {
 	}
 }
 
+// TestGapsAndRestartsAreRepaired: a dropped feed event and a feed restart each trigger
+// exactly one reconcile per follower of that master, and the followers converge.
 func TestGapsAndRestartsAreRepaired(t *testing.T) {
-	c := newCluster(t, 2, 40)
+	c := newCluster(t, 2, 40) // 20 followers per master
 	n := c.start("n1", 100, nil)
 	c.eventually("owned", 30*time.Second, c.allOwned())
 	ctx := context.Background()
 	c.masterOpen(1, "EURUSD", broker.Buy, 0.3, 0, 0)
+	c.masterOpen(2, "EURUSD", broker.Sell, 0.3, 0, 0)
 	c.eventually("copied", 30*time.Second, c.converged)
-	before := n.Metrics().ReconcilesGap.Load() + n.Metrics().ReconcilesRestart.Load()
-	// Every master event is dropped: followers only learn of trades through gaps.
+	perMaster := int64(len(c.followers) / len(c.masters))
+	m := n.Metrics()
+
+	// Gap: one event of m1 is dropped; the next one shows the gap to each follower.
+	gaps := m.ReconcilesGap.Load()
 	must(t, c.sim.SetFaults(ctx, "m1", broker.Faults{DropEventRate: 1}))
 	p := c.masterOpen(1, "GBPUSD", broker.Buy, 0.4, 0, 0)
 	must(t, c.sim.SetFaults(ctx, "m1", broker.Faults{}))
-	c.masterOpen(1, "USDJPY", broker.Sell, 0.1, 0, 0) // seq jumps: a gap
+	c.masterOpen(1, "USDJPY", broker.Sell, 0.1, 0, 0)
 	c.eventually("gap repaired", 30*time.Second, c.converged)
-	// A feed restart (disconnect fault on the master's next request) is repaired too.
+	if got := m.ReconcilesGap.Load() - gaps; got != perMaster {
+		t.Errorf("one gap caused %d reconciles, want one per follower (%d)", got, perMaster)
+	}
+
+	// Restart: m2's feed drops (disconnect fault on its next trade) and is resubscribed
+	// with a new epoch.
+	restarts := m.ReconcilesRestart.Load()
 	must(t, c.sim.SetFaults(ctx, "m2", broker.Faults{DisconnectRate: 1}))
-	c.masterOpen(2, "EURUSD", broker.Buy, 0.2, 0, 0)
+	c.masterOpen(2, "GBPUSD", broker.Buy, 0.2, 0, 0)
 	must(t, c.sim.SetFaults(ctx, "m2", broker.Faults{}))
-	must(t, c.sim.MasterClose(ctx, "m1", p.Ticket, 0))
 	c.eventually("restart repaired", 30*time.Second, c.converged)
-	if after := n.Metrics().ReconcilesGap.Load() + n.Metrics().ReconcilesRestart.Load(); after == before {
-		t.Fatal("no reconcile was triggered by the gap")
+	if got := m.ReconcilesRestart.Load() - restarts; got != perMaster {
+		t.Errorf("one feed restart caused %d reconciles, want one per follower (%d)", got, perMaster)
+	}
+	// Events of the new epoch are in order again: no further reconcile.
+	gaps, restarts = m.ReconcilesGap.Load(), m.ReconcilesRestart.Load()
+	must(t, c.sim.MasterClose(ctx, "m1", p.Ticket, 0))
+	c.masterOpen(2, "USDJPY", broker.Buy, 0.1, 0, 0)
+	c.eventually("in-order events copied", 30*time.Second, c.converged)
+	if g, r := m.ReconcilesGap.Load()-gaps, m.ReconcilesRestart.Load()-restarts; g != 0 || r != 0 {
+		t.Errorf("in-order events caused %d gap and %d restart reconciles", g, r)
 	}
 	if dups := c.duplicateOpens(); len(dups) > 0 {
 		t.Fatalf("duplicate copies: %v", dups)
