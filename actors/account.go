@@ -341,6 +341,7 @@ func (a *accountActor) maybeReconcile(ctx actor.Context, cause string) {
 	}
 	a.countReconcile(cause)
 	a.reconciling, a.again, a.dirty = true, false, false
+	a.lastRecon = a.e.now()
 	a.board.update(func(s *AccountStatus) { s.Phase, s.Reconciles = PhaseReconciling, s.Reconciles+1 })
 	ctx.Send(a.e.reconciler, req)
 }
@@ -348,8 +349,10 @@ func (a *accountActor) maybeReconcile(ctx actor.Context, cause string) {
 func (a *accountActor) countReconcile(cause string) {
 	m := a.e.metrics
 	switch cause {
-	case causeGap, causeAgain:
+	case causeGap:
 		m.ReconcilesGap.Add(1)
+	case causeAgain:
+		m.ReconcilesChained.Add(1)
 	case causeEpoch, causeRestart:
 		m.ReconcilesRestart.Add(1)
 	case causeStart:
@@ -368,7 +371,6 @@ func (a *accountActor) countReconcile(cause string) {
 
 func (a *accountActor) onReconciled(ctx actor.Context, r reconcile.Response) {
 	a.reconciling = false
-	a.lastRecon = a.e.now()
 	if a.stopped {
 		return
 	}
@@ -410,14 +412,14 @@ func (a *accountActor) onReconciled(ctx actor.Context, r reconcile.Response) {
 }
 
 func (a *accountActor) onTick(ctx actor.Context) {
-	if a.loading || a.session == nil {
-		return
+	if a.loading || a.session == nil || a.reconciling {
+		return // a running reconcile already repairs; chaining another would loop
 	}
 	if a.dirty && a.gate.HoldsLease() {
 		a.maybeReconcile(ctx, causeGate)
 		return
 	}
-	if every := a.e.cfg.ReconcileEvery; every > 0 && a.e.now().Sub(a.lastRecon) >= every {
+	if every := a.e.cfg.ReconcileEvery; every > 0 && !a.lastRecon.IsZero() && a.e.now().Sub(a.lastRecon) >= every {
 		a.dirty = true
 		a.maybeReconcile(ctx, causePeriodic)
 	}

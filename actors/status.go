@@ -140,6 +140,7 @@ type Metrics struct {
 	ReconcilesPeriodic atomic.Int64
 	ReconcilesRestart  atomic.Int64
 	ReconcilesConfig   atomic.Int64
+	ReconcilesChained  atomic.Int64 // another reconcile right after one: events or causes arrived during it
 	StaleWritesRefused atomic.Int64
 	Crashes            atomic.Int64
 	Cycles             atomic.Int64

@@ -77,9 +77,13 @@ func (s *supervisor) onOwned(ctx actor.Context, m leasekeeper.Owned) {
 	for id, c := range s.children {
 		o, ok := m.Accounts[id]
 		if !ok || o.Epoch != c.epoch {
-			// Lost (or lost and claimed again): stop it; its session closes on Stopping.
+			// Lost (or lost and claimed again): stop it; its session closes on Stopping. It
+			// leaves the snapshot now, not when it has finished stopping.
 			ctx.Stop(c.pid)
 			delete(s.children, id)
+			if !ok {
+				s.e.board.remove(id)
+			}
 			delete(s.crashes, id)
 		}
 	}

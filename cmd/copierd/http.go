@@ -217,6 +217,7 @@ func counterDefs() []counterDef {
 			{"periodic", func(m *actors.Metrics) int64 { return m.ReconcilesPeriodic.Load() }},
 			{"restart", func(m *actors.Metrics) int64 { return m.ReconcilesRestart.Load() }},
 			{"config", func(m *actors.Metrics) int64 { return m.ReconcilesConfig.Load() }},
+			{"chained", func(m *actors.Metrics) int64 { return m.ReconcilesChained.Load() }},
 		}},
 		{name: "copier_stale_writes_refused_total", help: "Fenced writes the database refused (the account had moved on).",
 			series: one(func(m *actors.Metrics) int64 { return m.StaleWritesRefused.Load() })},

@@ -4,6 +4,7 @@
 //	copierd migrate   apply the database migrations
 //	copierd sim       serve a simulated trade server over the bridge protocol
 //	copierd demo      run a whole copier on this machine and show it working
+//	copierd stress    run real node processes under load and faults, and give a verdict
 //	copierd help      list subcommands; copierd CMD -h documents every flag
 //
 // Every flag has an environment equivalent (COPIER_ plus the flag name in upper case with
@@ -41,6 +42,7 @@ func commands() []command {
 		{"migrate", "apply the database migrations (exit 0 when up to date)", runMigrate},
 		{"sim", "serve a simulated trade server over the bridge protocol", runSim},
 		{"demo", "run masters, followers, nodes and a simulator on this machine", runDemo},
+		{"stress", "run real node processes under load and faults, and give a verdict", runStress},
 	}
 }
 

@@ -256,7 +256,7 @@ func TestSimAndDemoBadConfig(t *testing.T) {
 // TestHelpDocumentsEveryCommandAndFlag: help lists the commands and CMD -h every flag.
 func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
 	code, out, _ := runCLI(t, nil, "help")
-	for _, c := range []string{"run", "migrate", "sim", "demo"} {
+	for _, c := range []string{"run", "migrate", "sim", "demo", "stress"} {
 		if code != exitOK || !strings.Contains(out, "  "+c+" ") {
 			t.Fatalf("help does not list %s: %q", c, out)
 		}
@@ -267,6 +267,7 @@ func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
 		"sim": {"listen", "seed", "token", "requote-rate", "timeout-rate", "disconnect-rate", "drop-event-rate", "latency",
 			"enforce-tokens", "dedup"},
 		"demo": {"database-url", "nodes", "masters", "followers", "http", "duration"},
+		"stress": {"database-url", "masters", "followers", "nodes", "rate", "duration", "faults", "seed", "enforce-tokens"},
 	}
 	for cmd, names := range flags {
 		code, _, errs := runCLI(t, nil, cmd, "-h")

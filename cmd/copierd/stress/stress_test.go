@@ -1,0 +1,227 @@
+package stress
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+)
+
+// buildDir holds the copierd binary the scenario tests run, built once per test binary.
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildBin  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// goTool returns the go command.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// copierdBinary builds ./cmd/copierd once (without -race: the node processes are the
+// system under test, the race detector runs in this process).
+func copierdBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		out, err := exec.Command(goTool(), "env", "GOMOD").Output()
+		if err != nil {
+			buildErr = fmt.Errorf("go env GOMOD: %w", err)
+			return
+		}
+		root := filepath.Dir(strings.TrimSpace(string(out)))
+		if buildDir, err = os.MkdirTemp("", "copierd-stress-bin-"); err != nil {
+			buildErr = err
+			return
+		}
+		bin := filepath.Join(buildDir, "copierd")
+		cmd := exec.Command(goTool(), "build", "-o", bin, "./cmd/copierd")
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/copierd: %w\n%s", err, stderr.String())
+			return
+		}
+		buildBin = bin
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// smallScenario is the scenario the test suite (and CI) runs: 3 nodes, 300 followers,
+// every fault kind, about a minute of load.
+func smallScenario(t *testing.T) Options {
+	o := DefaultOptions()
+	o.Copierd = copierdBinary(t)
+	o.Masters, o.Followers, o.Nodes = 10, 300, 3
+	o.Rate = 5
+	o.Duration = 50 * time.Second
+	o.Converge = 75 * time.Second
+	o.Progress = true
+	o.Seed = 1
+	if s := os.Getenv("COPIER_STRESS_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("COPIER_STRESS_SEED=%q: %v", s, err)
+		}
+		o.Seed = seed
+	}
+	if os.Getenv("COPIER_STRESS_ENFORCE_TOKENS") == "1" {
+		o.EnforceTokens = true
+	}
+	return o
+}
+
+// outDir is a directory kept when the test fails or COPIER_STRESS_KEEP=1 (its path is
+// logged), and removed otherwise.
+func outDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "copierd-stress-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("COPIER_STRESS_KEEP") == "1" {
+			t.Logf("stress output kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir
+}
+
+// externalDatabase gives the scenario a fresh database on the server that
+// COPIER_TEST_DATABASE_URL points at (the test harness's convention), or "" to let the
+// run start its own throwaway PostgreSQL (which it also restarts as a fault).
+func externalDatabase(t *testing.T) string {
+	t.Helper()
+	admin := os.Getenv("COPIER_TEST_DATABASE_URL")
+	if admin == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("COPIER_TEST_DATABASE_URL: %v", err)
+	}
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("copier_stress_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, admin); err == nil {
+			_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Close(ctx)
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("COPIER_TEST_DATABASE_URL: %v", err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func TestSmallScenario(t *testing.T) {
+	o := smallScenario(t)
+	o.OutDir = outDir(t)
+	o.DatabaseURL = externalDatabase(t)
+	t.Logf("seed %d (set COPIER_STRESS_SEED to repeat another)", o.Seed)
+	copierdBinary(t) // built before the goroutine snapshot
+	before := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	rep, err := Run(ctx, o, &out)
+	t.Logf("output:\n%s", withoutBar(out.String()))
+	// Connections the run closed end their goroutines asynchronously (toxiproxy links,
+	// bridge and HTTP connections): give them a few seconds on a busy machine.
+	for deadline := time.Now().Add(10 * time.Second); goleak.Find(before) != nil && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	goleak.VerifyNone(t, before)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for _, f := range []string{"report.json", "latency.png", "ownership.png", "failover.png", "faults.log", "run.log", "node-1.log"} {
+		st, err := os.Stat(filepath.Join(o.OutDir, f))
+		if err != nil || st.Size() == 0 {
+			t.Errorf("output %s missing or empty: %v", f, err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(o.OutDir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil || back.OK != rep.OK || len(back.Invariants) != len(rep.Invariants) {
+		t.Fatalf("report.json does not hold the report: %v", err)
+	}
+	kinds := map[FaultKind]bool{}
+	for _, f := range rep.Faults {
+		kinds[f.Kind] = true
+	}
+	for _, k := range AllFaults() {
+		if !kinds[k] && !(k == FaultRestartDB && o.DatabaseURL != "") {
+			t.Errorf("fault %s was not injected", k)
+		}
+	}
+	if rep.Failover.Kills == 0 || rep.Latency.Samples == 0 || rep.Orders.Nodes == 0 {
+		t.Errorf("the scenario did not exercise the engine: kills %d, copies %d, orders %d", rep.Failover.Kills, rep.Latency.Samples, rep.Orders.Nodes)
+	}
+	if !rep.OK {
+		t.Fatalf("verdict FAIL (seed %d); see the summary above", o.Seed)
+	}
+}
+
+// withoutBar drops the progress bar's redraws from the output, keeping its last state.
+func withoutBar(s string) string {
+	var keep []string
+	lastBar := ""
+	for _, line := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		switch {
+		case strings.Contains(line, "% |"):
+			lastBar = line
+		case strings.TrimSpace(line) == "":
+		default:
+			if lastBar != "" {
+				keep = append(keep, lastBar)
+				lastBar = ""
+			}
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
