@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net"
 	"sort"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/broker/sim/activity"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
@@ -150,7 +150,7 @@ type demo struct {
 	masters   []demoMaster
 	followers []demoFollower
 	nodes     []*actors.Node
-	gen       *generator
+	gen       *activity.Generator
 	dbURL     string
 	started   atomic.Pointer[time.Time] // when trading started; read by the HTTP handler
 	console   consoleEnv                // a generated key and token for this run
@@ -249,7 +249,12 @@ func (d *demo) run(ctx context.Context) (code int) {
 		return fail(errors.New("a node did not start (see the log)"))
 	}
 
-	d.gen = newGenerator(d.sim, d.masterLogins(), d.f.seed, d.log)
+	quotes, err := d.sim.Connect(ctx, broker.Credentials{Login: "demo-quotes"})
+	if err != nil {
+		return fail(err)
+	}
+	defer quotes.Close()
+	d.gen = activity.New(activity.Config{Control: d.sim, Quotes: quotes, Masters: d.masterLogins(), Seed: d.f.seed, Comment: "demo", Logger: d.log})
 	web := &statusHTTP{title: "copierd demo", nodes: func() []*actors.Node { return d.nodes }, summary: d.summary}
 	httpCtx, stopHTTP := context.WithCancel(context.Background())
 	httpDone := make(chan struct{})
@@ -280,7 +285,7 @@ func (d *demo) run(ctx context.Context) (code int) {
 	genDone := make(chan struct{})
 	go func() {
 		defer close(genDone)
-		d.gen.run(genCtx, d.f.rate)
+		d.gen.Run(genCtx, d.f.rate)
 	}()
 	now := time.Now()
 	d.started.Store(&now)
@@ -517,7 +522,7 @@ func (d *demo) summary() string {
 	}
 	fmt.Fprintf(&b, " | master positions %d | follower copies %d", masterPos, copies)
 	if d.gen != nil {
-		fmt.Fprintf(&b, " | master events %d (%d failed)", d.gen.events(), d.gen.failures.Load())
+		fmt.Fprintf(&b, " | master events %d (%d failed)", d.gen.Counts().Events(), d.gen.Counts().Failures)
 	}
 	fmt.Fprintf(&b, " | orders ok %d failed %d", ok, failed)
 	return b.String()
@@ -670,131 +675,4 @@ func (d *demo) reportLeases() {
 	} else {
 		d.printf("nodes stopped; %d of %d leases still held (they expire within %v)", held, len(rows), d.timing.Lease)
 	}
-}
-
-// generator trades on the master accounts: it opens positions (some with SL/TP), changes
-// SL/TP, closes part of a position and closes positions, at a steady rate, from a seeded
-// random source.
-type generator struct {
-	ctl       broker.Controller
-	masters   []string
-	symbols   []string
-	digits    map[string]int
-	rnd       *rand.Rand // used by the run goroutine only
-	lastPrice map[string]float64
-	maxOpen   int
-	log       zerolog.Logger
-
-	opens, modifies, partials, closes, failures atomic.Int64
-}
-
-// newGenerator returns a generator for the given master logins.
-func newGenerator(ctl broker.Controller, masters []string, seed uint64, log zerolog.Logger) *generator {
-	g := &generator{ctl: ctl, masters: masters, digits: map[string]int{}, lastPrice: map[string]float64{},
-		rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), maxOpen: 4, log: log.With().Str("component", "generator").Logger(),
-		symbols: []string{"EURUSD", "GBPUSD", "USDJPY", "XAUUSD", "US30"}}
-	for _, s := range sim.DefaultSymbols() {
-		g.digits[s.Name] = s.Digits
-	}
-	return g
-}
-
-// events is the number of master trades made so far.
-func (g *generator) events() int64 {
-	return g.opens.Load() + g.modifies.Load() + g.partials.Load() + g.closes.Load()
-}
-
-// run trades at rate events per second until ctx ends.
-func (g *generator) run(ctx context.Context, rate float64) {
-	t := time.NewTicker(time.Duration(float64(time.Second) / rate))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			g.step(ctx)
-		}
-	}
-}
-
-// step makes one trade on a random master.
-func (g *generator) step(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	login := g.masters[g.rnd.IntN(len(g.masters))]
-	ps, err := g.ctl.AccountPositions(ctx, login)
-	if err != nil {
-		g.failed(ctx, login, "positions", err)
-		return
-	}
-	if len(ps) == 0 || (len(ps) < g.maxOpen && g.rnd.Float64() < 0.45) {
-		g.open(ctx, login)
-		return
-	}
-	p := ps[g.rnd.IntN(len(ps))]
-	switch r := g.rnd.Float64(); {
-	case r < 0.35:
-		sl, tp := g.stops(p.Symbol, p.Side, p.OpenPrice)
-		if _, err := g.ctl.MasterModify(ctx, login, p.Ticket, sl, tp); err != nil {
-			g.failed(ctx, login, "modify", err)
-			return
-		}
-		g.modifies.Add(1)
-	case r < 0.6 && p.Volume >= 0.2-1e-9:
-		part := reconcile.RoundDownToStep(p.Volume/2, 0.01)
-		if err := g.ctl.MasterClose(ctx, login, p.Ticket, part); err != nil {
-			g.failed(ctx, login, "partial close", err)
-			return
-		}
-		g.partials.Add(1)
-	default:
-		if err := g.ctl.MasterClose(ctx, login, p.Ticket, 0); err != nil {
-			g.failed(ctx, login, "close", err)
-			return
-		}
-		g.closes.Add(1)
-	}
-}
-
-// open opens 0.1 to 0.5 lots of a random symbol, with SL/TP when a price is known.
-func (g *generator) open(ctx context.Context, login string) {
-	sym := g.symbols[g.rnd.IntN(len(g.symbols))]
-	side := broker.Buy
-	if g.rnd.IntN(2) == 0 {
-		side = broker.Sell
-	}
-	req := broker.MasterOpenRequest{Symbol: sym, Side: side, Volume: float64(1+g.rnd.IntN(5)) / 10, Comment: "demo"}
-	if px, ok := g.lastPrice[sym]; ok && g.rnd.Float64() < 0.7 {
-		req.SL, req.TP = g.stops(sym, side, px)
-	}
-	p, err := g.ctl.MasterOpen(ctx, login, req)
-	if err != nil {
-		g.failed(ctx, login, "open", err)
-		return
-	}
-	g.lastPrice[sym] = p.OpenPrice
-	g.opens.Add(1)
-}
-
-// stops returns an SL 1 to 2.5 % and a TP 1.5 to 3 % away from price, on the right sides.
-func (g *generator) stops(sym string, side broker.Side, price float64) (sl, tp float64) {
-	dsl := 0.01 + 0.015*g.rnd.Float64()
-	dtp := 0.015 + 0.015*g.rnd.Float64()
-	f := math.Pow10(g.digits[sym])
-	round := func(v float64) float64 { return math.Round(v*f) / f }
-	if side == broker.Buy {
-		return round(price * (1 - dsl)), round(price * (1 + dtp))
-	}
-	return round(price * (1 + dsl)), round(price * (1 - dtp))
-}
-
-// failed counts and logs a master trade that did not go through (unless the generator is
-// stopping).
-func (g *generator) failed(ctx context.Context, login, what string, err error) {
-	if ctx.Err() != nil {
-		return
-	}
-	g.failures.Add(1)
-	g.log.Debug().Str("master", login).Err(err).Msg(what + " failed")
 }

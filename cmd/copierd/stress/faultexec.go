@@ -209,7 +209,7 @@ func (r *run) injectFreeze(ctx context.Context, f plannedFault, rec *FaultRecord
 	rec.Target = n.id
 	// Land the SIGSTOP in the fan-out of copies that follows a master trade, where a node
 	// may have passed its gate and not yet sent the order: the case a fence cannot cover.
-	if r.gen.waitTrade(ctx, 3*time.Second) {
+	if r.gen.WaitTrade(ctx, 3*time.Second) {
 		time.Sleep(time.Duration(f.Pick % uint64(3*time.Millisecond)))
 	}
 	start := time.Now()

@@ -166,9 +166,9 @@ func (r *run) report(f finalState, exits map[string]nodeExit, loadDur time.Durat
 	for _, k := range o.Faults {
 		rep.faultKinds[k] = true
 	}
-	g := r.gen
-	rep.Load = LoadSummary{MasterEvents: g.events(), Opens: g.opens.Load(), Modifies: g.modifies.Load(),
-		PartialCloses: g.partials.Load(), Closes: g.closes.Load(), Failures: g.failures.Load()}
+	g := r.gen.Counts()
+	rep.Load = LoadSummary{MasterEvents: g.Events(), Opens: g.Opens, Modifies: g.Modifies,
+		PartialCloses: g.Partials, Closes: g.Closes, Failures: g.Failures}
 
 	rep.Orders = summariseOrders(f.orders)
 	r.faultsMu.Lock()

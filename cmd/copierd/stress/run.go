@@ -25,6 +25,7 @@ import (
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/bridge"
 	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/broker/sim/activity"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
 	"github.com/snapcopier/copier/store/pgcluster"
@@ -71,7 +72,7 @@ type run struct {
 	masters   []account
 	followers []account
 	links     []CheckLink
-	gen       *loadGen
+	gen       *activity.Generator
 
 	nodesMu  sync.Mutex
 	nodes    []*nodeProc
@@ -208,7 +209,7 @@ func (r *run) execute(ctx context.Context) (Report, error) {
 	loadDone := make(chan struct{})
 	go func() {
 		defer close(loadDone)
-		r.gen.run(loadCtx, o.Rate)
+		r.gen.Run(loadCtx, o.Rate)
 	}()
 	plan := planFaults(o, mrand.New(mrand.NewPCG(o.Seed, 0xfa0175)))
 	for _, f := range plan {
@@ -232,7 +233,7 @@ func (r *run) execute(ctx context.Context) (Report, error) {
 	stopLoad()
 	<-loadDone
 	loadEnd := time.Now()
-	r.logf("load stops after %.1fs (%d master events)", loadEnd.Sub(now).Seconds(), r.gen.events())
+	r.logf("load stops after %.1fs (%d master events)", loadEnd.Sub(now).Seconds(), r.gen.Counts().Events())
 	if err := ctx.Err(); err != nil {
 		r.stopAllNodes()
 		return Report{}, fmt.Errorf("stress: interrupted: %w", err)
@@ -432,7 +433,7 @@ func (r *run) setupAccounts(ctx context.Context) error {
 	for i, m := range r.masters {
 		logins[i] = m.login
 	}
-	r.gen = newLoadGen(r.sim, quotes, logins, o.Seed)
+	r.gen = activity.New(activity.Config{Control: r.sim, Quotes: quotes, Masters: logins, Seed: o.Seed, Comment: "stress"})
 	r.logf("created %d masters, %d followers, %d links", len(r.masters), len(r.followers), len(r.links))
 	return nil
 }
