@@ -266,7 +266,7 @@ func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
 			"http", "log-format", "log-level", "COPIER_BRIDGE_TOKEN"},
 		"sim": {"listen", "seed", "token", "requote-rate", "timeout-rate", "disconnect-rate", "drop-event-rate", "latency",
 			"enforce-tokens", "dedup"},
-		"demo": {"database-url", "nodes", "masters", "followers", "http", "duration"},
+		"demo":   {"database-url", "nodes", "masters", "followers", "http", "duration"},
 		"stress": {"database-url", "masters", "followers", "nodes", "rate", "duration", "faults", "seed", "enforce-tokens"},
 	}
 	for cmd, names := range flags {

@@ -168,9 +168,11 @@ func TestSmallScenario(t *testing.T) {
 	t.Logf("output:\n%s", withoutBar(out.String()))
 	// Connections the run closed end their goroutines asynchronously (toxiproxy links,
 	// bridge and HTTP connections): give them a few seconds on a busy machine.
+	poll := time.NewTicker(100 * time.Millisecond)
 	for deadline := time.Now().Add(10 * time.Second); goleak.Find(before) != nil && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
+		<-poll.C
 	}
+	poll.Stop()
 	goleak.VerifyNone(t, before)
 	if err != nil {
 		t.Fatalf("run: %v", err)
