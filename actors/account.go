@@ -74,6 +74,7 @@ type accountActor struct {
 	loadFails   int
 	reconciling bool
 	again       bool
+	againCause  string // why the next reconcile is due, when a cause arrived during one
 	dirty       bool // a reconcile is due
 	lastRecon   time.Time
 	stopped     bool
@@ -319,6 +320,9 @@ func (a *accountActor) maybeReconcile(ctx actor.Context, cause string) {
 	}
 	if a.reconciling {
 		a.again = true
+		if a.againCause == "" {
+			a.againCause = cause // the rerun is counted under what caused it
+		}
 		return
 	}
 	if !a.gate.HoldsLease() {
@@ -340,7 +344,7 @@ func (a *accountActor) maybeReconcile(ctx actor.Context, cause string) {
 		req.Links = append(req.Links, reconcile.LinkRequest{MasterID: l.row.MasterID, Link: l.link, TicketMap: tm})
 	}
 	a.countReconcile(cause)
-	a.reconciling, a.again, a.dirty = true, false, false
+	a.reconciling, a.again, a.againCause, a.dirty = true, false, "", false
 	a.lastRecon = a.e.now()
 	a.board.update(func(s *AccountStatus) { s.Phase, s.Reconciles = PhaseReconciling, s.Reconciles+1 })
 	ctx.Send(a.e.reconciler, req)
@@ -406,8 +410,12 @@ func (a *accountActor) onReconciled(ctx actor.Context, r reconcile.Response) {
 	}
 	a.status(ctx)
 	if a.again {
+		cause := a.againCause
+		if cause == "" {
+			cause = causeAgain
+		}
 		a.dirty = true
-		a.maybeReconcile(ctx, causeAgain)
+		a.maybeReconcile(ctx, cause)
 	}
 }
 

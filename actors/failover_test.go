@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 )
 
@@ -74,6 +75,16 @@ func TestGapsAndRestartsAreRepaired(t *testing.T) {
 	c.eventually("copied", 30*time.Second, c.converged)
 	perMaster := int64(len(c.followers) / len(c.masters))
 	m := n.Metrics()
+	// Every account idle (no reconcile running), so each cause below starts its own.
+	settled := func() (bool, string) {
+		for _, a := range n.Snapshot().Accounts {
+			if a.Phase != actors.PhaseCopying {
+				return false, fmt.Sprintf("account %d %v", a.ID, a.Phase)
+			}
+		}
+		return true, ""
+	}
+	c.eventually("settled", 30*time.Second, settled)
 
 	// Gap: one event of m1 is dropped; the next one shows the gap to each follower.
 	gaps := m.ReconcilesGap.Load()
@@ -82,6 +93,7 @@ func TestGapsAndRestartsAreRepaired(t *testing.T) {
 	must(t, c.sim.SetFaults(ctx, "m1", broker.Faults{}))
 	c.masterOpen(1, "USDJPY", broker.Sell, 0.1, 0, 0)
 	c.eventually("gap repaired", 30*time.Second, c.converged)
+	c.eventually("settled", 30*time.Second, settled)
 	if got := m.ReconcilesGap.Load() - gaps; got != perMaster {
 		t.Errorf("one gap caused %d reconciles, want one per follower (%d)", got, perMaster)
 	}
@@ -93,6 +105,7 @@ func TestGapsAndRestartsAreRepaired(t *testing.T) {
 	c.masterOpen(2, "GBPUSD", broker.Buy, 0.2, 0, 0)
 	must(t, c.sim.SetFaults(ctx, "m2", broker.Faults{}))
 	c.eventually("restart repaired", 30*time.Second, c.converged)
+	c.eventually("settled", 30*time.Second, settled)
 	if got := m.ReconcilesRestart.Load() - restarts; got != perMaster {
 		t.Errorf("one feed restart caused %d reconciles, want one per follower (%d)", got, perMaster)
 	}
