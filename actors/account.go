@@ -75,7 +75,7 @@ type accountActor struct {
 	reconciling bool
 	again       bool
 	againCause  string // why the next reconcile is due, when a cause arrived during one
-	dirty       bool // a reconcile is due
+	dirty       bool   // a reconcile is due
 	lastRecon   time.Time
 	stopped     bool
 }
