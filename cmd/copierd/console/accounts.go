@@ -463,61 +463,6 @@ func (s *Server) writeAccount(ctx context.Context, w http.ResponseWriter, id int
 	writeJSON(w, status, newAccountJSON(a, v.Live))
 }
 
-// setAccountEnabled switches an account and logs it.
-func (s *Server) setAccountEnabled(ctx context.Context, r *http.Request, id int64, on bool) error {
-	if err := store.SetAccountEnabled(ctx, s.opts.Pool, id, on); err != nil {
-		return err
-	}
-	s.log.Info().Str("user", principalOf(r).Name).Int64("account", id).Bool("enabled", on).Msg("console: account switched")
-	return nil
-}
-
-// apiAccountEnable serves POST /api/accounts/{id}/enable and /disable.
-func (s *Server) apiAccountEnable(on bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := pathID(r)
-		if !ok {
-			writeError(w, http.StatusBadRequest, "account id must be a positive integer")
-			return
-		}
-		ctx, cancel := reqCtx(r)
-		defer cancel()
-		if err := s.setAccountEnabled(ctx, r, id, on); err != nil {
-			status, msg := s.storeFailure(err, "account "+strconv.FormatInt(id, 10))
-			writeError(w, status, msg)
-			return
-		}
-		s.writeAccount(ctx, w, id, http.StatusOK)
-	}
-}
-
-// accountEnableSubmit is the page form for enabling and disabling an account.
-func (s *Server) accountEnableSubmit(on bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := pathID(r)
-		if !ok {
-			s.refuse(w, r, http.StatusNotFound, "no such account")
-			return
-		}
-		ctx, cancel := reqCtx(r)
-		defer cancel()
-		if err := s.setAccountEnabled(ctx, r, id, on); err != nil {
-			status, msg := s.storeFailure(err, "account "+strconv.FormatInt(id, 10))
-			s.refuse(w, r, status, msg)
-			return
-		}
-		done := "disabled"
-		if on {
-			done = "enabled"
-		}
-		back := "/accounts/" + strconv.FormatInt(id, 10)
-		if b := r.PostFormValue("back"); b != "" {
-			back = safeNext(b)
-		}
-		http.Redirect(w, r, withDone(back, done), http.StatusSeeOther)
-	}
-}
-
 // withDone adds done=<what> to a local URL.
 func withDone(u, done string) string {
 	sep := "?"

@@ -290,60 +290,6 @@ func (s *Server) apiLinkUpdate(w http.ResponseWriter, r *http.Request) {
 	s.writeLink(ctx, w, id, http.StatusOK)
 }
 
-func (s *Server) setLinkEnabled(ctx context.Context, r *http.Request, id int64, on bool) error {
-	if err := store.SetLinkEnabled(ctx, s.opts.Pool, id, on); err != nil {
-		return err
-	}
-	s.log.Info().Str("user", principalOf(r).Name).Int64("link", id).Bool("enabled", on).Msg("console: link switched")
-	return nil
-}
-
-// apiLinkEnable serves POST /api/links/{id}/enable and /disable.
-func (s *Server) apiLinkEnable(on bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := pathID(r)
-		if !ok {
-			writeError(w, http.StatusBadRequest, "link id must be a positive integer")
-			return
-		}
-		ctx, cancel := reqCtx(r)
-		defer cancel()
-		if err := s.setLinkEnabled(ctx, r, id, on); err != nil {
-			st, msg := s.storeFailure(err, "link "+strconv.FormatInt(id, 10))
-			writeError(w, st, msg)
-			return
-		}
-		s.writeLink(ctx, w, id, http.StatusOK)
-	}
-}
-
-// linkEnableSubmit is the page form for enabling and disabling a link.
-func (s *Server) linkEnableSubmit(on bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := pathID(r)
-		if !ok {
-			s.refuse(w, r, http.StatusNotFound, "no such link")
-			return
-		}
-		ctx, cancel := reqCtx(r)
-		defer cancel()
-		if err := s.setLinkEnabled(ctx, r, id, on); err != nil {
-			st, msg := s.storeFailure(err, "link "+strconv.FormatInt(id, 10))
-			s.refuse(w, r, st, msg)
-			return
-		}
-		done := "disabled"
-		if on {
-			done = "enabled"
-		}
-		back := "/links"
-		if b := r.PostFormValue("back"); b != "" {
-			back = safeNext(b)
-		}
-		http.Redirect(w, r, withDone(back, done), http.StatusSeeOther)
-	}
-}
-
 // linksView is the links page's data.
 type linksView struct {
 	AccountID  string
