@@ -73,6 +73,7 @@ type accountActor struct {
 	loading     bool
 	loadFails   int
 	reconciling bool
+	reconCause  string // cause of the reconcile in flight
 	again       bool
 	againCause  string // why the next reconcile is due, when a cause arrived during one
 	dirty       bool   // a reconcile is due
@@ -175,8 +176,9 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 	if m.session != nil {
 		a.session = m.session
 	}
+	cause := causeStart
 	if a.version != 0 && a.version != m.cfg.ConfigVersion {
-		a.e.metrics.ReconcilesConfig.Add(1)
+		cause = causeConfig // a reload: counted once, under config
 	}
 	a.version = m.cfg.ConfigVersion
 	a.links = a.links[:0]
@@ -209,8 +211,9 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 		a.ticketsOf(t.LinkID)[t.MasterTicket] = reconcile.TicketMapEntry{LinkID: t.LinkID, MasterTicket: t.MasterTicket, FollowerTicket: t.FollowerTicket, Volume: t.Volume}
 	}
 	ctx.Send(a.e.supervisor, followMasters{accountID: a.id, pid: ctx.Self(), masters: masters})
+	a.signal(Signal{Kind: SignalLoaded, ConfigVersion: a.version, Links: len(a.links)})
 	a.dirty = true
-	a.maybeReconcile(ctx, causeStart)
+	a.maybeReconcile(ctx, cause)
 }
 
 func (a *accountActor) ticketsOf(link int64) map[int64]reconcile.TicketMapEntry {
@@ -228,6 +231,7 @@ func (a *accountActor) onMasterSession(ctx actor.Context, m masterSession) {
 		return
 	}
 	mv.session = m.session
+	a.signal(Signal{Kind: SignalFeedAttached, Master: m.masterID, Restarted: m.restarted})
 	if m.restarted {
 		mv.known, mv.expectNewEpoch = false, true
 		a.dirty = true
@@ -255,7 +259,9 @@ func (a *accountActor) onEvent(ctx actor.Context, m *masterEvent) {
 	case mv.known && ev.Epoch == mv.epoch && ev.Seq <= mv.seq:
 		return // already seen
 	case !mv.known && mv.expectNewEpoch && ev.Seq == 1:
-	case mv.known && ev.Epoch == mv.epoch:
+	case mv.known && ev.Epoch == mv.epoch, !mv.known && mv.expectNewEpoch:
+		// A lost event of a known epoch, or of a new subscription (whose events start at
+		// Seq 1): a gap, not an unknown epoch.
 		cause = causeGap
 	default:
 		cause = causeEpoch
@@ -344,7 +350,8 @@ func (a *accountActor) maybeReconcile(ctx actor.Context, cause string) {
 		req.Links = append(req.Links, reconcile.LinkRequest{MasterID: l.row.MasterID, Link: l.link, TicketMap: tm})
 	}
 	a.countReconcile(cause)
-	a.reconciling, a.again, a.againCause, a.dirty = true, false, "", false
+	a.reconciling, a.reconCause, a.again, a.againCause, a.dirty = true, cause, false, "", false
+	a.signal(Signal{Kind: SignalReconcileStarted, Cause: cause})
 	a.lastRecon = a.e.now()
 	a.board.update(func(s *AccountStatus) { s.Phase, s.Reconciles = PhaseReconciling, s.Reconciles+1 })
 	ctx.Send(a.e.reconciler, req)
@@ -383,6 +390,7 @@ func (a *accountActor) onReconciled(ctx actor.Context, r reconcile.Response) {
 		a.board.update(func(s *AccountStatus) { s.Phase, s.LastError = PhaseDirty, r.Err.Error() })
 		a.e.log.Warn().Err(r.Err).Int64("account", a.id).Msg("reconcile failed")
 		a.status(ctx)
+		a.signal(Signal{Kind: SignalReconcileDone, Cause: a.reconCause, Err: r.Err})
 		return
 	}
 	a.follower, a.fetched = r.Follower, true
@@ -409,6 +417,7 @@ func (a *accountActor) onReconciled(ctx actor.Context, r reconcile.Response) {
 		a.board.update(func(s *AccountStatus) { s.Phase = PhaseCopying })
 	}
 	a.status(ctx)
+	a.signal(Signal{Kind: SignalReconcileDone, Cause: a.reconCause, Idle: !a.again && !a.dirty})
 	if a.again {
 		cause := a.againCause
 		if cause == "" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
@@ -17,9 +18,27 @@ import (
 func TestConfigChanges(t *testing.T) {
 	c := newCluster(t, 2, 4) // followers alternate between masters 2 and 1
 	ctx := context.Background()
-	n := c.start("n1", 100, nil)
-	c.eventually("owned", 30*time.Second, c.allOwned())
+	c.start("n1", 100, nil)
 	f := c.followers[0] // linked to master 2
+	// loaded waits until f's owner has loaded the configuration as it is in the database
+	// now (whether by its first load or by a reload), with the given number of links.
+	loaded := func(what string, links int) {
+		t.Helper()
+		cfg, err := store.LoadFollowerConfig(ctx, c.db.Pool, f)
+		must(t, err)
+		c.awaitSignals(what, 0, func(sigs []actors.Signal) (bool, string) {
+			last := "none"
+			for _, s := range sigs {
+				if s.Kind == actors.SignalLoaded && s.Account == f {
+					if s.ConfigVersion >= cfg.ConfigVersion && s.Links == links {
+						return true, ""
+					}
+					last = fmt.Sprintf("version %d with %d links", s.ConfigVersion, s.Links)
+				}
+			}
+			return false, fmt.Sprintf("want version %d with %d links, last loaded %s", cfg.ConfigVersion, links, last)
+		})
+	}
 	settings, _ := json.Marshal(reconcile.DefaultSettings())
 	link, err := store.CreateLink(ctx, c.db.Pool, store.Link{MasterID: 1, FollowerID: f, Enabled: true, Magic: 9001, Settings: settings})
 	must(t, err)
@@ -35,16 +54,9 @@ func TestConfigChanges(t *testing.T) {
 		}
 		return n, vol
 	}
-	// The new link is picked up within a cycle or two; then a master-1 trade is copied
-	// with the new link's magic.
-	c.eventually("new link loaded", 10*time.Second, func() (bool, string) {
-		for _, a := range n.Snapshot().Accounts {
-			if a.ID == f && a.Reconciles >= 2 {
-				return true, ""
-			}
-		}
-		return false, "not reloaded"
-	})
+	// The new link is picked up (by the first load if it came after the link, else by a
+	// reload in the next cycle); then a master-1 trade is copied with its magic.
+	loaded("new link loaded", 2)
 	c.masterOpen(1, "EURUSD", broker.Buy, 0.5, 0, 0)
 	c.eventually("copied through the new link", 10*time.Second, func() (bool, string) {
 		k, _ := copiesOf(9001)
@@ -54,22 +66,16 @@ func TestConfigChanges(t *testing.T) {
 	s2 := reconcile.DefaultSettings()
 	s2.Sizing.Multiplier = 2
 	b2, _ := json.Marshal(s2)
-	reloads := n.Metrics().ReconcilesConfig.Load()
 	must(t, store.UpdateLink(ctx, c.db.Pool, store.Link{ID: link, Enabled: true, Magic: 9001, Settings: b2}))
-	c.eventually("edit reloaded", 10*time.Second, func() (bool, string) {
-		return n.Metrics().ReconcilesConfig.Load() > reloads, "not yet"
-	})
+	loaded("edit reloaded", 2)
 	c.masterOpen(1, "GBPUSD", broker.Sell, 0.3, 0, 0)
 	c.eventually("edited sizing applied", 10*time.Second, func() (bool, string) {
 		k, vol := copiesOf(9001)
 		return k == 2 && vol > 0.5+0.6-1e-9 && vol < 0.5+0.6+1e-9, fmt.Sprint(k, " copies, ", vol, " lots")
 	})
 	// Disable the link: the next master-1 trade is not copied to f.
-	reloads = n.Metrics().ReconcilesConfig.Load()
 	must(t, store.UpdateLink(ctx, c.db.Pool, store.Link{ID: link, Enabled: false, Magic: 9001, Settings: b2}))
-	c.eventually("disable reloaded", 10*time.Second, func() (bool, string) {
-		return n.Metrics().ReconcilesConfig.Load() > reloads, "not yet"
-	})
+	loaded("disable reloaded", 1)
 	c.masterOpen(1, "USDJPY", broker.Buy, 0.1, 0, 0)
 	other := c.followers[1] // still linked to master 1: proves the trade was copied elsewhere
 	c.eventually("other follower copied", 10*time.Second, func() (bool, string) {

@@ -16,6 +16,7 @@ import (
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/internal/testwait"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
@@ -35,6 +36,7 @@ type cluster struct {
 	masters   []int64
 	followers []int64
 	nodes     map[string]*actors.Node
+	signals   *testwait.Log[actors.Signal] // what every node's accounts did, in order
 }
 
 func newCluster(t *testing.T, masters, followers int) *cluster {
@@ -46,7 +48,7 @@ func newCluster(t *testing.T, masters, followers int) *cluster {
 	// toxiproxy's toxic pipelines (cut tests) wind down on their own after the proxy stops.
 	toxics := goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run")
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore, throttle, toxics) })
-	c := &cluster{t: t, db: storetest.NewDB(t), nodes: map[string]*actors.Node{}}
+	c := &cluster{t: t, db: storetest.NewDB(t), nodes: map[string]*actors.Node{}, signals: &testwait.Log[actors.Signal]{}}
 	c.sim = sim.New(sim.Config{Seed: 7, AutoProvision: true, DefaultAccount: broker.AccountSpec{
 		Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging,
 	}})
@@ -85,7 +87,7 @@ func (c *cluster) start(name string, capacity int, pool *pgxpool.Pool) *actors.N
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.ErrorLevel)
 	n, err := actors.Start(context.Background(), actors.Config{
 		NodeID: name, Platform: "sim", Capacity: capacity, Lease: shortLease, ReconcileEvery: -1,
-	}, actors.Deps{Pool: pool, Broker: c.sim, Logger: log})
+	}, actors.Deps{Pool: pool, Broker: c.sim, Logger: log, Observe: c.signals.Add})
 	must(c.t, err)
 	c.nodes[name] = n
 	c.t.Cleanup(func() {
@@ -96,22 +98,68 @@ func (c *cluster) start(name string, capacity int, pool *pgxpool.Pool) *actors.N
 	return n
 }
 
-// eventually polls cond until it holds or the deadline passes.
+// eventually polls cond (on state outside the node: the database, the simulator) until
+// it holds or the deadline passes.
 func (c *cluster) eventually(what string, within time.Duration, cond func() (bool, string)) {
 	c.t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, detail := cond()
-		if ok {
-			return
+	testwait.For(c.t, what, within, cond)
+}
+
+// awaitSignals waits until cond holds for the signals recorded after mark.
+func (c *cluster) awaitSignals(what string, mark int, cond func([]actors.Signal) (bool, string)) {
+	c.t.Helper()
+	c.signals.Await(c.t, what, mark, 30*time.Second, cond)
+}
+
+// awaitIdle waits until each of the accounts has finished a reconcile after mark with
+// nothing further running or due: its feeds are attached and its copies are in step, so
+// each master event from now on reaches it as an event.
+func (c *cluster) awaitIdle(what string, mark int, accounts []int64) {
+	c.t.Helper()
+	c.awaitSignals(what, mark, func(sigs []actors.Signal) (bool, string) {
+		idle := map[int64]bool{}
+		for _, s := range sigs {
+			switch s.Kind {
+			case actors.SignalReconcileStarted:
+				idle[s.Account] = false
+			case actors.SignalReconcileDone:
+				idle[s.Account] = s.Idle
+			}
 		}
-		last = detail
-		<-tick.C
+		for _, a := range accounts {
+			if !idle[a] {
+				return false, fmt.Sprintf("account %d not idle", a)
+			}
+		}
+		return true, ""
+	})
+}
+
+// reconcilesSince counts, per account, the reconciles started after mark by cause.
+func (c *cluster) reconcilesSince(mark int) map[int64]map[string]int {
+	out := map[int64]map[string]int{}
+	for _, s := range c.signals.Since(mark) {
+		if s.Kind != actors.SignalReconcileStarted {
+			continue
+		}
+		if out[s.Account] == nil {
+			out[s.Account] = map[string]int{}
+		}
+		out[s.Account][s.Cause]++
 	}
-	c.t.Fatalf("%s: not reached within %v: %s", what, within, last)
+	return out
+}
+
+// followersOf lists the followers linked to master (newCluster links follower i to
+// master i mod len(masters)).
+func (c *cluster) followersOf(master int64) []int64 {
+	var out []int64
+	for i, f := range c.followers {
+		if c.masters[(i+1)%len(c.masters)] == master {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // owners maps follower → node id from the database.

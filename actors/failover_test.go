@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 )
 
@@ -64,58 +63,69 @@ func TestCleanShutdownReleasesAtOnce(t *testing.T) {
 }
 
 // TestGapsAndRestartsAreRepaired: a dropped feed event and a feed restart each trigger
-// exactly one reconcile per follower of that master, and the followers converge.
+// exactly one reconcile per follower of that master, counted under its cause, and the
+// followers converge; events in order cause none.
 func TestGapsAndRestartsAreRepaired(t *testing.T) {
 	c := newCluster(t, 2, 40) // 20 followers per master
 	n := c.start("n1", 100, nil)
-	c.eventually("owned", 30*time.Second, c.allOwned())
 	ctx := context.Background()
+	// Every follower loaded, attached to its master's feed and reconciled, with nothing
+	// due: from here each master trade reaches it as a feed event.
+	c.awaitIdle("followers idle after start", 0, c.followers)
 	c.masterOpen(1, "EURUSD", broker.Buy, 0.3, 0, 0)
 	c.masterOpen(2, "EURUSD", broker.Sell, 0.3, 0, 0)
 	c.eventually("copied", 30*time.Second, c.converged)
-	perMaster := int64(len(c.followers) / len(c.masters))
+	m1, m2 := c.followersOf(1), c.followersOf(2)
 	m := n.Metrics()
-	// Every account idle (no reconcile running), so each cause below starts its own.
-	settled := func() (bool, string) {
-		for _, a := range n.Snapshot().Accounts {
-			if a.Phase != actors.PhaseCopying {
-				return false, fmt.Sprintf("account %d %v", a.ID, a.Phase)
+
+	// exactlyOne checks that each of want had one reconcile since mark, with cause, and
+	// no other account had any.
+	exactlyOne := func(what string, mark int, want []int64, cause string) {
+		t.Helper()
+		c.awaitIdle(what+" settled", mark, want)
+		got := c.reconcilesSince(mark)
+		for _, f := range want {
+			if k := got[f][cause]; k != 1 || len(got[f]) != 1 {
+				t.Errorf("%s: follower %d had reconciles %v, want one %s", what, f, got[f], cause)
 			}
+			delete(got, f)
 		}
-		return true, ""
+		if len(got) > 0 {
+			t.Errorf("%s: other followers reconciled: %v", what, got)
+		}
 	}
-	c.eventually("settled", 30*time.Second, settled)
 
 	// Gap: one event of m1 is dropped; the next one shows the gap to each follower.
-	gaps := m.ReconcilesGap.Load()
+	mark, gaps := c.signals.Len(), m.ReconcilesGap.Load()
 	must(t, c.sim.SetFaults(ctx, "m1", broker.Faults{DropEventRate: 1}))
 	p := c.masterOpen(1, "GBPUSD", broker.Buy, 0.4, 0, 0)
 	must(t, c.sim.SetFaults(ctx, "m1", broker.Faults{}))
 	c.masterOpen(1, "USDJPY", broker.Sell, 0.1, 0, 0)
 	c.eventually("gap repaired", 30*time.Second, c.converged)
-	c.eventually("settled", 30*time.Second, settled)
-	if got := m.ReconcilesGap.Load() - gaps; got != perMaster {
-		t.Errorf("one gap caused %d reconciles, want one per follower (%d)", got, perMaster)
+	exactlyOne("one gap", mark, m1, "gap")
+	if got := m.ReconcilesGap.Load() - gaps; got != int64(len(m1)) {
+		t.Errorf("gap metric rose by %d, want %d", got, len(m1))
 	}
 
 	// Restart: m2's feed drops (disconnect fault on its next trade) and is resubscribed
 	// with a new epoch.
-	restarts := m.ReconcilesRestart.Load()
+	mark, restarts := c.signals.Len(), m.ReconcilesRestart.Load()
 	must(t, c.sim.SetFaults(ctx, "m2", broker.Faults{DisconnectRate: 1}))
 	c.masterOpen(2, "GBPUSD", broker.Buy, 0.2, 0, 0)
 	must(t, c.sim.SetFaults(ctx, "m2", broker.Faults{}))
 	c.eventually("restart repaired", 30*time.Second, c.converged)
-	c.eventually("settled", 30*time.Second, settled)
-	if got := m.ReconcilesRestart.Load() - restarts; got != perMaster {
-		t.Errorf("one feed restart caused %d reconciles, want one per follower (%d)", got, perMaster)
+	exactlyOne("one feed restart", mark, m2, "feed_restart")
+	if got := m.ReconcilesRestart.Load() - restarts; got != int64(len(m2)) {
+		t.Errorf("restart metric rose by %d, want %d", got, len(m2))
 	}
-	// Events of the new epoch are in order again: no further reconcile.
-	gaps, restarts = m.ReconcilesGap.Load(), m.ReconcilesRestart.Load()
+
+	// Events of the new epoch are in order again: copied without any reconcile.
+	mark = c.signals.Len()
 	must(t, c.sim.MasterClose(ctx, "m1", p.Ticket, 0))
 	c.masterOpen(2, "USDJPY", broker.Buy, 0.1, 0, 0)
 	c.eventually("in-order events copied", 30*time.Second, c.converged)
-	if g, r := m.ReconcilesGap.Load()-gaps, m.ReconcilesRestart.Load()-restarts; g != 0 || r != 0 {
-		t.Errorf("in-order events caused %d gap and %d restart reconciles", g, r)
+	if got := c.reconcilesSince(mark); len(got) > 0 {
+		t.Errorf("in-order events caused reconciles: %v", got)
 	}
 	if dups := c.duplicateOpens(); len(dups) > 0 {
 		t.Fatalf("duplicate copies: %v", dups)

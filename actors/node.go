@@ -46,6 +46,9 @@ type Deps struct {
 	// Credentials turns an account row into broker credentials; the default takes the
 	// stored credentials as the password. Secrets are not kept after Connect.
 	Credentials func(store.Account) (broker.Credentials, error)
+	// Observe, when set, is called with every Signal, on the actor's goroutine: it must
+	// return at once (record and go).
+	Observe func(Signal)
 }
 
 // ErrConfig wraps every configuration error.
@@ -95,6 +98,7 @@ type engine struct {
 	log         zerolog.Logger
 	clock       leasekeeper.Clock
 	credentials func(store.Account) (broker.Credentials, error)
+	observe     func(Signal)
 	board       *board
 	metrics     *Metrics
 	supervisor  *actor.PID
@@ -160,7 +164,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 		}
 	}
 	log := deps.Logger.With().Str("node", cfg.NodeID).Logger()
-	e := &engine{cfg: cfg, pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials,
+	e := &engine{cfg: cfg, pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials, observe: deps.Observe,
 		board: &board{}, metrics: &Metrics{}, loads: make(chan struct{}, max(1, int(deps.Pool.Config().MaxConns)-2))}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(log)))
 	n := &Node{e: e, system: system, nodeGate: leasekeeper.NewGate(deps.Clock), subs: map[chan NodeEvent]struct{}{}}

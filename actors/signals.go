@@ -1,0 +1,58 @@
+package actors
+
+// SignalKind names one step of an AccountActor that Deps.Observe reports.
+type SignalKind int8
+
+// Signal kinds.
+const (
+	// SignalLoaded: the account loaded its configuration (ConfigVersion, Links).
+	SignalLoaded SignalKind = iota + 1
+	// SignalFeedAttached: the account is attached to a master's feed (Master); Restarted
+	// when the feed came back after a drop.
+	SignalFeedAttached
+	// SignalReconcileStarted: a reconcile was asked for (Cause).
+	SignalReconcileStarted
+	// SignalReconcileDone: a reconcile's plan was carried out (Cause, Err); Idle when no
+	// further reconcile is running or due.
+	SignalReconcileDone
+)
+
+// String names the kind.
+func (k SignalKind) String() string {
+	switch k {
+	case SignalLoaded:
+		return "loaded"
+	case SignalFeedAttached:
+		return "feed_attached"
+	case SignalReconcileStarted:
+		return "reconcile_started"
+	case SignalReconcileDone:
+		return "reconcile_done"
+	}
+	return "unknown"
+}
+
+// Signal is one step an AccountActor took. Embedders can keep an audit trail of them;
+// the tests wait on them instead of polling snapshots.
+type Signal struct {
+	Kind          SignalKind
+	Node          string
+	Account       int64
+	Epoch         int64
+	ConfigVersion int64  // SignalLoaded
+	Links         int    // SignalLoaded: enabled links with valid settings
+	Master        int64  // SignalFeedAttached
+	Restarted     bool   // SignalFeedAttached
+	Cause         string // SignalReconcileStarted, SignalReconcileDone
+	Err           error  // SignalReconcileDone
+	Idle          bool   // SignalReconcileDone
+}
+
+// signal reports s to the observer, if there is one.
+func (a *accountActor) signal(s Signal) {
+	if a.e.observe == nil {
+		return
+	}
+	s.Node, s.Account, s.Epoch = a.e.cfg.NodeID, a.id, a.epoch
+	a.e.observe(s)
+}
