@@ -23,7 +23,20 @@ import (
 	"github.com/snapcopier/copier/store/storetest"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+// TestMain checks for leaked goroutines once all tests have ended: the tests run in
+// parallel, so a per-test check would see its neighbours' goroutines.
+func TestMain(m *testing.M) {
+	storetest.Main(m, func() error {
+		return goleak.Find(
+			// protoactor's dead-letter throttle sleeps out its period in a goroutine of
+			// its own after a node stops; it ends by itself.
+			goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+			// toxiproxy's toxic pipelines (cut tests) wind down on their own after the
+			// proxy stops.
+			goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
+		)
+	})
+}
 
 // shortLease is the test timing: lease 3 s, fence 1 s, a cycle every 300 ms.
 var shortLease = leasekeeper.Config{Lease: 3 * time.Second, Fence: time.Second, Interval: 300 * time.Millisecond}
@@ -41,13 +54,7 @@ type cluster struct {
 
 func newCluster(t *testing.T, masters, followers int) *cluster {
 	t.Helper()
-	ignore := goleak.IgnoreCurrent() // goroutines of the shared test harness
-	// protoactor's dead-letter throttle sleeps out its period in a goroutine of its own
-	// after a node stops; it ends by itself.
-	throttle := goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1")
-	// toxiproxy's toxic pipelines (cut tests) wind down on their own after the proxy stops.
-	toxics := goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run")
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore, throttle, toxics) })
+	t.Parallel() // each test has its own database, simulator and nodes
 	c := &cluster{t: t, db: storetest.NewDB(t), nodes: map[string]*actors.Node{}, signals: &testwait.Log[actors.Signal]{}}
 	c.sim = sim.New(sim.Config{Seed: 7, AutoProvision: true, DefaultAccount: broker.AccountSpec{
 		Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging,

@@ -211,6 +211,9 @@ func (n *Node) onCycle(r leasekeeper.CycleReport) {
 		}
 	}
 	n.subsMu.Unlock()
+	if n.e.observe != nil {
+		n.e.observe(Signal{Kind: SignalCycle, Node: n.e.cfg.NodeID, Err: r.Err, Claimed: r.Claimed, Owned: r.Owned})
+	}
 }
 
 // Subscribe returns a channel of live updates (one per lease cycle) and a cancel func.

@@ -15,6 +15,8 @@ const (
 	// SignalReconcileDone: a reconcile's plan was carried out (Cause, Err); Idle when no
 	// further reconcile is running or due.
 	SignalReconcileDone
+	// SignalCycle: the node's lease cycle ended (Err, Claimed, Owned); Account is 0.
+	SignalCycle
 )
 
 // String names the kind.
@@ -28,6 +30,8 @@ func (k SignalKind) String() string {
 		return "reconcile_started"
 	case SignalReconcileDone:
 		return "reconcile_done"
+	case SignalCycle:
+		return "cycle"
 	}
 	return "unknown"
 }
@@ -44,8 +48,10 @@ type Signal struct {
 	Master        int64  // SignalFeedAttached
 	Restarted     bool   // SignalFeedAttached
 	Cause         string // SignalReconcileStarted, SignalReconcileDone
-	Err           error  // SignalReconcileDone
+	Err           error  // SignalReconcileDone, SignalCycle
 	Idle          bool   // SignalReconcileDone
+	Claimed       int    // SignalCycle
+	Owned         int    // SignalCycle
 }
 
 // signal reports s to the observer, if there is one.

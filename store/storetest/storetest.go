@@ -49,11 +49,20 @@ var current *harness
 
 // Main starts the server, builds the migrated template, runs the tests and tears
 // everything down. It calls os.Exit.
-func Main(m *testing.M) {
+//
+// checks run after the tests and the cluster have stopped (a goroutine leak check, say);
+// one that fails fails the binary.
+func Main(m *testing.M, checks ...func() error) {
 	h := start()
 	current = h
 	code := m.Run()
 	h.stop()
+	for _, check := range checks {
+		if err := check(); err != nil && code == 0 {
+			fmt.Fprintln(os.Stderr, "storetest: after the tests:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
