@@ -14,6 +14,7 @@ import (
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/internal/testwait"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
 	"github.com/snapcopier/copier/store/storetest"
@@ -117,15 +118,8 @@ func waitCopies(b *testing.B, s *sim.Server, p broker.Position, followers int) [
 }
 
 func waitFor(b *testing.B, within time.Duration, cond func() bool) {
-	deadline := time.Now().Add(within)
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatalf("condition not reached within %v", within)
-		}
-		<-t.C
-	}
+	b.Helper()
+	testwait.For(b, "benchmark condition", within, func() (bool, string) { return cond(), "not yet" })
 }
 
 // rawSendRate measures protoactor's Send to one trivial actor: the runtime's limit.

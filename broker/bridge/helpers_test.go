@@ -15,6 +15,7 @@ import (
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/bridge"
 	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/internal/testwait"
 )
 
 const testToken = "test-token"
@@ -136,20 +137,15 @@ func wantClass(tb testing.TB, err error, class error, code broker.Code) {
 	}
 }
 
-// eventually polls f every few milliseconds until it returns nil or d passes.
+// eventually polls f until it returns nil or d passes.
 func eventually(tb testing.TB, d time.Duration, what string, f func() error) {
 	tb.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
+	testwait.For(tb, what, d, func() (bool, string) {
+		if err := f(); err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: still failing after %v: %v", what, d, err)
-		}
-		<-time.After(5 * time.Millisecond)
-	}
+		return true, ""
+	})
 }
 
 // recv waits for the next event, failing when the channel closes or nothing comes.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/internal/testwait"
 )
 
 // startInternal serves a fresh simulator on loopback for the package's internal tests.
@@ -34,16 +35,10 @@ func startInternal(t *testing.T, opts ServerOptions) (*sim.Server, *Server, stri
 	return s, srv, l.Addr().String()
 }
 
-// poll calls cond every few milliseconds until it holds or 10 s pass.
+// poll calls cond until it holds or 10 s pass.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-time.After(2 * time.Millisecond)
-	}
+	testwait.For(t, what, 10*time.Second, func() (bool, string) { return cond(), "not yet" })
 }
 
 // serverSubs counts the subscriptions the server holds over all connections.

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snapcopier/copier/internal/testwait"
 	"github.com/snapcopier/copier/store"
 	"github.com/snapcopier/copier/store/storetest"
 )
@@ -116,19 +117,10 @@ func (b *background) exited() (int, bool) {
 // returns what is still missing.
 func eventually(t *testing.T, what string, within time.Duration, cond func() string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	testwait.For(t, what, within, func() (bool, string) {
 		missing := cond()
-		if missing == "" {
-			return
-		}
-		if !time.Now().Before(deadline) {
-			t.Fatalf("%s: not within %v: %s", what, within, missing)
-		}
-		<-tick.C
-	}
+		return missing == "", missing
+	})
 }
 
 // logField returns the field of the first JSON log line with the given message.

@@ -21,6 +21,7 @@ import (
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/cmd/copierd/console"
+	"github.com/snapcopier/copier/internal/testwait"
 	"github.com/snapcopier/copier/store"
 	"github.com/snapcopier/copier/store/secrets"
 	"github.com/snapcopier/copier/store/storetest"
@@ -301,21 +302,7 @@ func (e *env) snapshot() string {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, what string, within time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	last := ""
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		last = detail
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v: %s", what, within, last)
-		}
-		<-tick.C
-	}
+	testwait.For(t, what, within, cond)
 }
 
 func fmtID(id int64) string { return fmt.Sprint(id) }
