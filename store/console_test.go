@@ -10,6 +10,7 @@ import (
 )
 
 func TestSearchAccountsFiltersAndPages(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := ctxT(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 30)
@@ -81,6 +82,7 @@ func TestSearchAccountsFiltersAndPages(t *testing.T) {
 // TestSearchAccountsAt20000Rows is the console's scale: every page, the last page and a
 // search stay fast on 20,000 accounts.
 func TestSearchAccountsAt20000Rows(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := ctxT(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 20_000)
@@ -113,6 +115,7 @@ func TestSearchAccountsAt20000Rows(t *testing.T) {
 }
 
 func TestClusterLeases(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := ctxT(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 10)
@@ -149,6 +152,7 @@ func TestClusterLeases(t *testing.T) {
 }
 
 func TestUpdateAccount(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := ctxT(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 2)
@@ -207,6 +211,7 @@ func TestUpdateAccount(t *testing.T) {
 }
 
 func TestLinksQueries(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := ctxT(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 3)

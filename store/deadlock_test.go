@@ -15,6 +15,7 @@ import (
 // ticket-map writes over the same rows, in shuffled order, as a busy node does. Before
 // the statements locked rows in id order, this deadlocked (SQLSTATE 40P01) within seconds.
 func TestCycleAndFencedWritesNeverDeadlock(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	const n = 300
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, n)

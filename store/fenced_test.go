@@ -9,6 +9,7 @@ import (
 )
 
 func TestFencedStatusWrites(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 2)
 	a := cycle(t, db.Pool, "a", nil, 2)
@@ -53,6 +54,7 @@ func TestFencedStatusWrites(t *testing.T) {
 }
 
 func TestFencedTicketUpserts(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 1)
 	seedAccounts(t, db.Pool, "mt5", "master", 50, 1)

@@ -57,6 +57,7 @@ func (l *raceLedger) record(proc string, capacity int, started time.Time, trust 
 // (every claim epoch is new and the row's final epoch counts every claim); masters and
 // other platforms are never claimed; with enough capacity every follower ends up owned.
 func TestRacingNodes(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	const followers = 2000
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, followers)

@@ -59,6 +59,7 @@ func expire(t *testing.T, pool *pgxpool.Pool, ids ...int64) {
 }
 
 func TestMigrateIsIdempotentAndSafeConcurrently(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t) // already migrated from the template
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
@@ -94,6 +95,7 @@ func TestMigrateIsIdempotentAndSafeConcurrently(t *testing.T) {
 }
 
 func TestMigrateFreshDatabaseConcurrently(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	// Empty the cloned schema so the racing migrations start from nothing.
 	if _, err := db.Pool.Exec(ctxT(t), `DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
@@ -132,6 +134,7 @@ func TestOpenRejectsBadURL(t *testing.T) {
 }
 
 func TestCycleClaimsRenewsAndReturnsOwned(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 10)
 	seedAccounts(t, db.Pool, "mt5", "master", 100, 3)
@@ -166,6 +169,7 @@ func TestCycleClaimsRenewsAndReturnsOwned(t *testing.T) {
 }
 
 func TestSwitchedOffAccountsAreReleasedInTheSameCycle(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 5)
 	res := cycle(t, db.Pool, "n1", nil, 5)
@@ -194,6 +198,7 @@ func TestSwitchedOffAccountsAreReleasedInTheSameCycle(t *testing.T) {
 }
 
 func TestExpiredLeaseMovesToAnotherNodeWithNewEpoch(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 3)
 	a := cycle(t, db.Pool, "a", nil, 3)
@@ -214,6 +219,7 @@ func TestExpiredLeaseMovesToAnotherNodeWithNewEpoch(t *testing.T) {
 }
 
 func TestSameNodeIDCannotRenewAnotherProcessLease(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 4)
 	p1 := db.NewPool(t, store.Options{})
@@ -247,6 +253,7 @@ func TestSameNodeIDCannotRenewAnotherProcessLease(t *testing.T) {
 }
 
 func TestReleaseAllMakesRowsClaimableAtOnce(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 5)
 	a := cycle(t, db.Pool, "a", nil, 5)
@@ -265,6 +272,7 @@ func TestReleaseAllMakesRowsClaimableAtOnce(t *testing.T) {
 }
 
 func TestLeaseCycleRejectsBadRequest(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	bad := []store.CycleRequest{
 		{Node: "", Platform: "mt5", Lease: time.Minute, Capacity: 1},
@@ -280,6 +288,7 @@ func TestLeaseCycleRejectsBadRequest(t *testing.T) {
 }
 
 func TestLeaseUntilUsesDatabaseClock(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	seedAccounts(t, db.Pool, "mt5", "follower", 1, 1)
 	cycle(t, db.Pool, "n", nil, 1)
@@ -296,6 +305,7 @@ func TestLeaseUntilUsesDatabaseClock(t *testing.T) {
 // rows, see BENCHMARKS.md): every pool store opens must plan each execution afresh, and
 // bound its sessions.
 func TestPoolSessionSettings(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	pool := db.NewPool(t, store.Options{IdleInTransactionTimeout: 7 * time.Second})
 	var mode, idle string
