@@ -4,27 +4,36 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"io"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/sim"
-	"github.com/snapcopier/copier/internal/testwait"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
 	"github.com/snapcopier/copier/store/storetest"
 )
 
 // BenchmarkFanout: one master event copied to N followers held by one node, in-process
-// simulator without injected latency. Reports p50/p99/max from the master event's server
-// time to each follower order's server time, the time from start to all N accounts
-// reconciled (takeover), heap per owned account, and the raw protoactor send rate
-// measured in the same run.
+// simulator without injected latency. Nothing is polled while it measures: the takeover
+// ends on the engine's own signals (every account's first idle reconcile), and each copy
+// is timed by a broker wrapper as its Open returns (lock-free, one slot per order).
+//
+// The limit is measured in the same run: N trivial protoactor actors receive one shared
+// message and each sends the same simulator order. Reported: the engine's p50/p99/max
+// (master trade started → follower order returned), the same for the trivial actors, their
+// p99 ratio, process CPU per copied order for both (their difference is the engine's own
+// cost per order), takeover time and heap per owned account.
 func BenchmarkFanout(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("followers=%d", n), func(b *testing.B) { benchFanout(b, n) })
@@ -48,101 +57,233 @@ func benchFanout(b *testing.B, followers int) {
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO copy_links (master_id, follower_id, magic, settings) SELECT 1, g, 77, $2 FROM generate_series(1001, 1000 + $1::bigint) g`, followers, settings); err != nil {
 		b.Fatal(err)
 	}
+	rec := &orderRecorder{Broker: s}
+	takenOver := newFirstIdle(followers, 1001)
 	var before, after runtimeMem
 	before.read()
 	started := time.Now()
 	node, err := actors.Start(ctx, actors.Config{NodeID: "bench", Platform: "sim", Capacity: followers, ReconcileEvery: -1,
-		ReconcileConcurrency: 64, ReconcileRate: 100000}, actors.Deps{Pool: db.NewPool(b, store.Options{MaxConns: 16}), Broker: s, Logger: zerolog.Nop()})
+		ReconcileConcurrency: 64, ReconcileRate: 100000}, actors.Deps{Pool: db.NewPool(b, store.Options{MaxConns: 16}), Broker: rec, Logger: zerolog.Nop(), Observe: takenOver.observe})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = node.Stop(context.Background()) }()
-	waitFor(b, 5*time.Minute, func() bool {
-		snap := node.Snapshot()
-		if len(snap.Accounts) < followers {
-			return false
-		}
-		for _, a := range snap.Accounts {
-			if a.Phase != actors.PhaseCopying {
-				return false
-			}
-		}
-		return true
-	})
+	awaitDone(b, "takeover", takenOver.done, 5*time.Minute)
 	takeover := time.Since(started)
 	after.read()
-	var lat []time.Duration
+
+	limit := newTrivialFanout(b, s, followers)
+	defer limit.stop()
+
+	var engine, trivial []time.Duration
+	var engineCPU, trivialCPU time.Duration
+	rounds := 0
 	for b.Loop() {
+		rounds++
+		// The engine: one master trade, N copies; then the close, N closes.
+		r := rec.begin(followers, false)
+		cpu0 := processCPU()
 		p, err := s.MasterOpen(ctx, "m1", broker.MasterOpenRequest{Symbol: "EURUSD", Side: broker.Buy, Volume: 0.01, Magic: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
-		lat = append(lat, waitCopies(b, s, p, followers)...)
+		awaitDone(b, "copies", r.done, 2*time.Minute)
+		engineCPU += processCPU() - cpu0
+		engine = append(engine, r.lat...)
+		r = rec.begin(followers, true)
 		if err := s.MasterClose(ctx, "m1", p.Ticket, 0); err != nil {
 			b.Fatal(err)
 		}
+		awaitDone(b, "closes", r.done, 2*time.Minute)
+		// The limit: the same event to N trivial actors, each sending the same order.
+		cpu0 = processCPU()
+		trivial = append(trivial, limit.round(b)...)
+		trivialCPU += processCPU() - cpu0
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
-	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
-	b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
+	orders := float64(rounds * followers)
+	ep, tp := percentiles(engine), percentiles(trivial)
+	b.ReportMetric(ep.ms(50), "p50-ms")
+	b.ReportMetric(ep.ms(99), "p99-ms")
+	b.ReportMetric(ep.ms(100), "max-ms")
+	b.ReportMetric(tp.ms(50), "limit-p50-ms")
+	b.ReportMetric(tp.ms(99), "limit-p99-ms")
+	b.ReportMetric(ep.ms(99)/tp.ms(99), "p99-ratio")
+	b.ReportMetric(float64(engineCPU.Microseconds())/orders, "cpu-us/order")
+	b.ReportMetric(float64(trivialCPU.Microseconds())/orders, "limit-cpu-us/order")
 	b.ReportMetric(takeover.Seconds(), "takeover-s")
 	b.ReportMetric(float64(after.heap-before.heap)/float64(followers)/1024, "heap-KiB/account")
-	b.ReportMetric(rawSendRate(), "protoactor-msg/s")
 }
 
-// waitCopies waits until every follower has opened its copy of p and returns the latency
-// of each, from the master's order log entry to the follower's.
-func waitCopies(b *testing.B, s *sim.Server, p broker.Position, followers int) []time.Duration {
-	marker := reconcile.Marker(p.Ticket)
-	var out []time.Duration
-	waitFor(b, 2*time.Minute, func() bool {
-		log, err := s.OrderLog(context.Background(), 0, 0)
+// percentiles are sorted latencies.
+type percentiles []time.Duration
+
+func (p percentiles) ms(q int) float64 {
+	sorted := slices.Clone(p)
+	slices.Sort(sorted)
+	i := min(len(sorted)*q/100, len(sorted)-1)
+	return float64(sorted[i].Microseconds()) / 1000
+}
+
+// awaitDone waits for a channel the measured system closes itself: no polling.
+func awaitDone(b *testing.B, what string, done <-chan struct{}, within time.Duration) {
+	b.Helper()
+	select {
+	case <-done:
+	case <-time.After(within):
+		b.Fatalf("%s: not done within %v", what, within)
+	}
+}
+
+// processCPU is the user and system CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// firstIdle closes done when each of n accounts (ids first…first+n−1) has reported its
+// first idle reconcile.
+type firstIdle struct {
+	first int64
+	seen  []atomic.Bool
+	left  atomic.Int64
+	done  chan struct{}
+}
+
+func newFirstIdle(n int, first int64) *firstIdle {
+	f := &firstIdle{first: first, seen: make([]atomic.Bool, n), done: make(chan struct{})}
+	f.left.Store(int64(n))
+	return f
+}
+
+func (f *firstIdle) observe(s actors.Signal) {
+	i := s.Account - f.first
+	if s.Kind != actors.SignalReconcileDone || !s.Idle || i < 0 || i >= int64(len(f.seen)) {
+		return
+	}
+	if !f.seen[i].Swap(true) && f.left.Add(-1) == 0 {
+		close(f.done)
+	}
+}
+
+// round is one measured fan-out: n orders, each timed from start into its own slot.
+type round struct {
+	start time.Time
+	close bool // counts ClosePosition calls instead of Open
+	lat   []time.Duration
+	next  atomic.Int64
+	done  chan struct{}
+}
+
+func newRound(n int, close bool) *round {
+	return &round{start: time.Now(), close: close, lat: make([]time.Duration, n), done: make(chan struct{})}
+}
+
+// record times one order of the round; the last one closes done.
+func (r *round) record() {
+	d := time.Since(r.start)
+	i := r.next.Add(1) - 1
+	if i < int64(len(r.lat)) {
+		r.lat[i] = d
+		if i == int64(len(r.lat))-1 {
+			close(r.done)
+		}
+	}
+}
+
+// orderRecorder wraps the broker the node uses and times each follower order that
+// succeeds against the current round.
+type orderRecorder struct {
+	broker.Broker
+	cur atomic.Pointer[round]
+}
+
+func (o *orderRecorder) begin(n int, close bool) *round {
+	r := newRound(n, close)
+	o.cur.Store(r)
+	return r
+}
+
+func (o *orderRecorder) Connect(ctx context.Context, c broker.Credentials) (broker.Session, error) {
+	s, err := o.Broker.Connect(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return &recordingSession{Session: s, o: o}, nil
+}
+
+type recordingSession struct {
+	broker.Session
+	o *orderRecorder
+}
+
+func (s *recordingSession) Open(ctx context.Context, r broker.OpenRequest) (broker.OrderResult, error) {
+	res, err := s.Session.Open(ctx, r)
+	if cur := s.o.cur.Load(); err == nil && cur != nil && !cur.close {
+		cur.record()
+	}
+	return res, err
+}
+
+func (s *recordingSession) ClosePosition(ctx context.Context, r broker.CloseRequest) (broker.OrderResult, error) {
+	res, err := s.Session.ClosePosition(ctx, r)
+	if cur := s.o.cur.Load(); err == nil && cur != nil && cur.close {
+		cur.record()
+	}
+	return res, err
+}
+
+// trivialFanout is the limit: N protoactor actors, each with its own simulator session,
+// that send one market order when the shared message arrives.
+type trivialFanout struct {
+	system *actor.ActorSystem
+	pids   []*actor.PID
+	sess   []broker.Session
+}
+
+// fanoutMsg is the one message every trivial actor receives in a round.
+type fanoutMsg struct{ r *round }
+
+func newTrivialFanout(b *testing.B, s *sim.Server, n int) *trivialFanout {
+	t := &trivialFanout{system: actor.NewActorSystem(actor.WithLoggerFactory(func(system *actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))}
+	for i := 0; i < n; i++ {
+		sess, err := s.Connect(context.Background(), broker.Credentials{Login: fmt.Sprintf("t%d", i)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		var masterAt time.Time
-		out = out[:0]
-		for _, e := range log {
-			if e.Master && e.Op == broker.OpOpen && e.Ticket == p.Ticket {
-				masterAt = e.ServerTime
+		t.sess = append(t.sess, sess)
+		t.pids = append(t.pids, t.system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+			if m, ok := c.Message().(*fanoutMsg); ok {
+				_, err := sess.Open(context.Background(), broker.OpenRequest{Order: broker.Order{RequestID: uuid.New(), Token: 1, Node: "trivial"},
+					Symbol: "EURUSD", Side: broker.Buy, Volume: 0.01, Magic: 77})
+				if err == nil {
+					m.r.record()
+				}
 			}
-			if !e.Master && e.Op == broker.OpOpen && e.Executed && e.Comment == marker {
-				out = append(out, e.ServerTime.Sub(masterAt))
-			}
-		}
-		return len(out) >= followers
-	})
-	return out
-}
-
-func waitFor(b *testing.B, within time.Duration, cond func() bool) {
-	b.Helper()
-	testwait.For(b, "benchmark condition", within, func() (bool, string) { return cond(), "not yet" })
-}
-
-// rawSendRate measures protoactor's Send to one trivial actor: the runtime's limit.
-func rawSendRate() float64 {
-	system := actor.NewActorSystem()
-	done := make(chan struct{})
-	const msgs = 1_000_000
-	count := 0
-	pid := system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		if _, ok := c.Message().(int); ok {
-			count++
-			if count == msgs {
-				close(done)
-			}
-		}
-	}))
-	t0 := time.Now()
-	for i := 0; i < msgs; i++ {
-		system.Root.Send(pid, i)
+		})))
 	}
-	<-done
-	rate := msgs / time.Since(t0).Seconds()
-	_ = system.Root.StopFuture(pid).Wait()
-	system.Shutdown()
-	return rate
+	return t
+}
+
+// round sends one shared message to every actor and waits for all their orders.
+func (t *trivialFanout) round(b *testing.B) []time.Duration {
+	r := newRound(len(t.pids), false)
+	msg := &fanoutMsg{r: r}
+	for _, pid := range t.pids {
+		t.system.Root.Send(pid, msg)
+	}
+	awaitDone(b, "trivial fan-out", r.done, 2*time.Minute)
+	return r.lat
+}
+
+func (t *trivialFanout) stop() {
+	for _, pid := range t.pids {
+		_ = t.system.Root.StopFuture(pid).Wait()
+	}
+	for _, s := range t.sess {
+		_ = s.Close()
+	}
+	t.system.Shutdown()
 }
