@@ -58,7 +58,7 @@ func TestConfigChanges(t *testing.T) {
 	// reload in the next cycle); then a master-1 trade is copied with its magic.
 	loaded("new link loaded", 2)
 	c.masterOpen(1, "EURUSD", broker.Buy, 0.5, 0, 0)
-	c.eventually("copied through the new link", 10*time.Second, func() (bool, string) {
+	c.eventually("copied through the new link", 30*time.Second, func() (bool, string) {
 		k, _ := copiesOf(9001)
 		return k == 1, fmt.Sprint(k, " copies")
 	})
@@ -69,7 +69,7 @@ func TestConfigChanges(t *testing.T) {
 	must(t, store.UpdateLink(ctx, c.db.Pool, store.Link{ID: link, Enabled: true, Magic: 9001, Settings: b2}))
 	loaded("edit reloaded", 2)
 	c.masterOpen(1, "GBPUSD", broker.Sell, 0.3, 0, 0)
-	c.eventually("edited sizing applied", 10*time.Second, func() (bool, string) {
+	c.eventually("edited sizing applied", 30*time.Second, func() (bool, string) {
 		k, vol := copiesOf(9001)
 		return k == 2 && vol > 0.5+0.6-1e-9 && vol < 0.5+0.6+1e-9, fmt.Sprint(k, " copies, ", vol, " lots")
 	})
@@ -78,7 +78,7 @@ func TestConfigChanges(t *testing.T) {
 	loaded("disable reloaded", 1)
 	c.masterOpen(1, "USDJPY", broker.Buy, 0.1, 0, 0)
 	other := c.followers[1] // still linked to master 1: proves the trade was copied elsewhere
-	c.eventually("other follower copied", 10*time.Second, func() (bool, string) {
+	c.eventually("other follower copied", 30*time.Second, func() (bool, string) {
 		ps, err := c.sim.AccountPositions(ctx, fmt.Sprintf("f%d", other))
 		must(t, err)
 		return len(ps) == 3, fmt.Sprint(len(ps), " positions")
@@ -88,7 +88,7 @@ func TestConfigChanges(t *testing.T) {
 	}
 	// Switch the account off: its owner releases it in the next cycle.
 	must(t, store.SetAccountEnabled(ctx, c.db.Pool, f, false))
-	c.eventually("released", 10*time.Second, func() (bool, string) {
+	c.eventually("released", 30*time.Second, func() (bool, string) {
 		r := c.owners()[f]
 		return r.NodeID == "", "owner " + r.NodeID
 	})

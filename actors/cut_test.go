@@ -26,7 +26,7 @@ func TestCutFromTheDatabase(t *testing.T) {
 	db.cut(true)
 	cutAt := time.Now()
 	trusted := n1.Snapshot().TrustedUntil
-	c.eventually("n1's gate closes", 10*time.Second, func() (bool, string) { return !n1.Ready(), "still open" })
+	c.eventually("n1's gate closes", 30*time.Second, func() (bool, string) { return !n1.Ready(), "still open" })
 	// Every cycle that could still succeed started before the cut, so the trust it gave
 	// ends no later than cut + lease − fence.
 	if tu, limit := n1.Snapshot().TrustedUntil, cutAt.Add(shortLease.Lease-shortLease.Fence); tu.After(limit) {

@@ -76,7 +76,7 @@ func TestCleanShutdownReleasesAtOnce(t *testing.T) {
 		}
 		return false, "no cycle yet"
 	})
-	c.eventually("n2 owns all", 10*time.Second, c.allOwned("n2"))
+	c.eventually("n2 owns all", 30*time.Second, c.allOwned("n2"))
 }
 
 // TestGapsAndRestartsAreRepaired: a dropped feed event and a feed restart each trigger
