@@ -38,8 +38,9 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// shortLease is the test timing: lease 3 s, fence 1 s, a cycle every 300 ms.
-var shortLease = leasekeeper.Config{Lease: 3 * time.Second, Fence: time.Second, Interval: 300 * time.Millisecond}
+// shortLease is the test timing: lease 6 s, fence 2 s, a cycle every 300 ms. The 4 s of
+// trust leave a cycle room on a loaded machine (3 s / 1 s failed cycles under load).
+var shortLease = leasekeeper.Config{Lease: 6 * time.Second, Fence: 2 * time.Second, Interval: 300 * time.Millisecond}
 
 // cluster is a test deployment: one database, one simulator, masters, followers and nodes.
 type cluster struct {

@@ -101,7 +101,8 @@ func freezeScenario(t *testing.T, enforce bool) {
 	db := c.proxiedPool("pg-n1")
 
 	fb := &freezingBroker{Broker: c.sim}
-	n1, err := actors.Start(ctx, actors.Config{NodeID: "n1", Platform: "sim", Capacity: 100, Lease: shortLease, ReconcileEvery: -1},
+	n1, err := actors.Start(ctx, actors.Config{NodeID: "n1", Platform: "sim", Capacity: 100, Lease: shortLease, ReconcileEvery: -1,
+		OrderTimeout: time.Minute}, // the frozen orders outlive the freeze, however slow the takeover
 		actors.Deps{Pool: db.pool, Broker: fb, Logger: zerolog.Nop()})
 	must(t, err)
 	t.Cleanup(func() {
