@@ -92,7 +92,7 @@ func (c *cluster) start(name string, capacity int, pool *pgxpool.Pool) *actors.N
 	if pool == nil {
 		pool = c.db.NewPool(c.t, store.Options{})
 	}
-	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.ErrorLevel)
+	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(testLogLevel())
 	n, err := actors.Start(context.Background(), actors.Config{
 		NodeID: name, Platform: "sim", Capacity: capacity, Lease: shortLease, ReconcileEvery: -1,
 	}, actors.Deps{Pool: pool, Broker: c.sim, Logger: log, Observe: c.signals.Add})
@@ -104,6 +104,14 @@ func (c *cluster) start(name string, capacity int, pool *pgxpool.Pool) *actors.N
 		_ = n.Stop(ctx)
 	})
 	return n
+}
+
+// testLogLevel is the nodes' log level: errors, or COPIER_TEST_LOG (debug, info, warn).
+func testLogLevel() zerolog.Level {
+	if l, err := zerolog.ParseLevel(os.Getenv("COPIER_TEST_LOG")); err == nil && l != zerolog.NoLevel {
+		return l
+	}
+	return zerolog.ErrorLevel
 }
 
 // eventually polls cond (on state outside the node: the database, the simulator) until
