@@ -50,8 +50,8 @@ type CycleResult struct {
 var ErrBadCycle = errors.New("store: invalid lease cycle request")
 
 // LeaseCycle runs one lease cycle in one transaction (DESIGN §4):
-//  1. release this process's leases on accounts that were switched off;
-//  2. renew this process's leases by (id, lease_epoch);
+//  1. renew this process's leases by (id, lease_epoch), and release those on accounts
+//     that were switched off, in one statement;
 //  3. claim free or expired followers of the platform up to free capacity, locking the
 //     candidates in a CTE with FOR UPDATE SKIP LOCKED and bumping lease_epoch;
 //  4. return everything owned, with epoch and config version.
@@ -66,11 +66,7 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 	ids, epochs := splitHeld(req.Held)
 	var res CycleResult
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		released, err := releaseSwitchedOff(ctx, tx, req, ids, epochs)
-		if err != nil {
-			return err
-		}
-		renewed, err := renewLeases(ctx, tx, req, ids, epochs)
+		renewed, released, err := renewOrRelease(ctx, tx, req, ids, epochs)
 		if err != nil {
 			return err
 		}
@@ -100,50 +96,49 @@ func splitHeld(held []Held) (ids, epochs []int64) {
 	return ids, epochs
 }
 
-// releaseSwitchedOff frees held accounts that are disabled, no longer followers, or moved
-// to another platform.
-func releaseSwitchedOff(ctx context.Context, tx pgx.Tx, req CycleRequest, ids, epochs []int64) ([]int64, error) {
+// renewOrRelease takes every held row in one statement, locked in ascending id order
+// (like every statement that locks several trading_accounts rows, so that two never
+// deadlock: the renewal once deadlocked with a node's own batched ticket-map writes), and
+// renews the ones still to be copied while releasing the ones switched off (disabled, no
+// longer followers, or moved to another platform). One statement, because READ COMMITTED
+// gives each statement its own snapshot: a release and a renewal in two statements dropped
+// an account switched off between them, neither renewed nor released, its row still naming
+// this process. The row lock makes the switch wait for, or go before, the whole decision.
+func renewOrRelease(ctx context.Context, tx pgx.Tx, req CycleRequest, ids, epochs []int64) (renewed []Owned, released []int64, err error) {
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	rows, err := tx.Query(ctx, `
 		WITH locked AS (
-			SELECT t.id FROM trading_accounts t
+			SELECT t.id, (t.enabled AND t.role = 'follower' AND t.platform = $5) AS keep
+			FROM trading_accounts t
 			JOIN unnest($2::bigint[], $3::bigint[]) AS s(id, epoch) ON t.id = s.id AND t.lease_epoch = s.epoch
-			WHERE t.node_id = $1 AND (NOT t.enabled OR t.role <> 'follower' OR t.platform <> $4)
+			WHERE t.node_id = $1
 			ORDER BY t.id
 			FOR NO KEY UPDATE OF t)
-		UPDATE trading_accounts t SET node_id = NULL, lease_until = NULL
-		FROM locked WHERE t.id = locked.id
-		RETURNING t.id`, req.Node, ids, epochs, req.Platform)
+		UPDATE trading_accounts t
+		SET node_id = CASE WHEN l.keep THEN t.node_id END,
+		    lease_until = CASE WHEN l.keep THEN now() + make_interval(secs => $4) END
+		FROM locked l WHERE t.id = l.id
+		RETURNING t.id, t.lease_epoch, t.config_version, l.keep`, req.Node, ids, epochs, req.Lease.Seconds(), req.Platform)
 	if err != nil {
-		return nil, fmt.Errorf("release switched off: %w", err)
+		return nil, nil, fmt.Errorf("renew: %w", err)
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
-}
-
-// renewLeases and every other statement that locks several trading_accounts rows lock
-// them in ascending id order (the ORDER BY under FOR … UPDATE/SHARE), so two of them can
-// never deadlock: without it the renewal and a node's batched ticket-map write deadlocked
-// under load and the lease cycle failed.
-func renewLeases(ctx context.Context, tx pgx.Tx, req CycleRequest, ids, epochs []int64) ([]Owned, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	rows, err := tx.Query(ctx, `
-		WITH locked AS (
-			SELECT t.id FROM trading_accounts t
-			JOIN unnest($2::bigint[], $3::bigint[]) AS s(id, epoch) ON t.id = s.id AND t.lease_epoch = s.epoch
-			WHERE t.node_id = $1 AND t.enabled AND t.role = 'follower' AND t.platform = $5
-			ORDER BY t.id
-			FOR NO KEY UPDATE OF t)
-		UPDATE trading_accounts t SET lease_until = now() + make_interval(secs => $4)
-		FROM locked WHERE t.id = locked.id
-		RETURNING t.id, t.lease_epoch, t.config_version`, req.Node, ids, epochs, req.Lease.Seconds(), req.Platform)
+	var o Owned
+	var keep bool
+	_, err = pgx.ForEachRow(rows, []any{&o.ID, &o.Epoch, &o.ConfigVersion, &keep}, func() error {
+		if keep {
+			renewed = append(renewed, o)
+		} else {
+			released = append(released, o.ID)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("renew: %w", err)
+		return nil, nil, fmt.Errorf("renew: %w", err)
 	}
-	return pgx.CollectRows(rows, scanOwned(false))
+	slices.Sort(released)
+	return renewed, released, nil
 }
 
 // claimFollowers locks up to limit free or expired followers in a CTE (which PostgreSQL
