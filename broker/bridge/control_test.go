@@ -137,7 +137,9 @@ func TestControlWithoutController(t *testing.T) {
 func TestOrderLogPaging(t *testing.T) {
 	s := newSim()
 	ts := startServer(t, "127.0.0.1:0", s, s, bridge.ServerOptions{})
-	c := dial(t, ts.addr, bridge.ClientOptions{})
+	// The whole paged fetch runs under one RequestTimeout; the default 10 s ran out on a
+	// loaded machine under -race. This one is a limit for a hung bridge, not a speed claim.
+	c := dial(t, ts.addr, bridge.ClientOptions{RequestTimeout: time.Minute})
 	ctx := t.Context()
 	if err := s.Provision(ctx, broker.AccountSpec{Login: "many", Balance: 1e9}); err != nil {
 		t.Fatal(err)
