@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/snapcopier/copier/broker"
@@ -13,6 +14,7 @@ type share struct {
 	side  broker.Side // the copy's side
 	ratio float64     // follower lots per master lot
 	fresh bool        // not in the ticket map yet (new or adopted)
+	adopt bool        // carried by the position, ratio unknown (set by adoptShares)
 }
 
 // volume is the share's follower volume, signed by side.
@@ -29,7 +31,7 @@ type netSymbol struct {
 	// Set by planSymbol:
 	spec  broker.SymbolSpec
 	rules lotRules
-	track []Tracked // every share, for the action that leaves the position
+	track []Tracked // every share of known ratio, for the action that leaves the position
 }
 
 // netting plans a netting follower: one position per symbol carries every copy on it.
@@ -76,11 +78,7 @@ func (p *planner) carriedShares(syms map[string]*netSymbol) (fresh []broker.Posi
 					Detail: fmt.Sprintf("%s is held by a position of another magic number", sym)})
 				continue
 			}
-			var at int64 // the link's position on the symbol; 0 when flat
-			if ns != nil && ns.pos != nil {
-				at = ns.pos.Ticket
-			}
-			e, live := liveEntry(es, at)
+			e, live := liveEntry(es, ns, m.Ticket)
 			if !mapped || !live {
 				p.skip(Skip{MasterTicket: m.Ticket, FollowerTicket: e.FollowerTicket, Symbol: m.Symbol, Reason: SkipCopyClosed,
 					Detail: fmt.Sprintf("copy #%d is no longer on the follower", e.FollowerTicket)})
@@ -92,7 +90,7 @@ func (p *planner) carriedShares(syms map[string]*netSymbol) (fresh []broker.Posi
 			}
 			sh := share{m: m, side: side, ratio: e.Volume}
 			if !positive(sh.ratio) {
-				sh.ratio, sh.fresh = p.adoptRatio(m, ns), true
+				sh.ratio, sh.fresh, sh.adopt = 0, true, true
 			}
 			ns.shares = append(ns.shares, sh)
 			carried++
@@ -100,7 +98,7 @@ func (p *planner) carriedShares(syms map[string]*netSymbol) (fresh []broker.Posi
 		}
 		if ns != nil && ns.pos != nil && !ns.foreign {
 			if t, marked := ParseMarker(ns.pos.Comment); marked && t == m.Ticket {
-				ns.shares = append(ns.shares, share{m: m, side: side, ratio: p.adoptRatio(m, ns), fresh: true})
+				ns.shares = append(ns.shares, share{m: m, side: side, fresh: true, adopt: true})
 				carried++
 				continue
 			}
@@ -169,33 +167,108 @@ func (p *planner) netSymbols() map[string]*netSymbol {
 	return syms
 }
 
-// liveEntry returns the entry of es that points at the link's position on the symbol, or,
-// when the link is flat there (ticket 0), the entry that says so (FollowerTicket 0).
-func liveEntry(es []TicketMapEntry, ticket int64) (TicketMapEntry, bool) {
+// liveEntry returns the entry of es (master ticket mt) that says the link's position on
+// the symbol carries mt, and whether there is one. An entry is live when it points at the
+// position (or, when the link is flat there, says so with FollowerTicket 0). When the
+// position exists, an entry at 0 is live too: only the link opens positions of its magic,
+// so an open (or a close that did not happen) left the map behind, as after an unknown
+// outcome; and so is any entry of the master the position's marker names, as on hedging.
+// Any other entry points at a position that is gone: a tombstone.
+func liveEntry(es []TicketMapEntry, ns *netSymbol, mt int64) (TicketMapEntry, bool) {
+	var pos *broker.Position
+	if ns != nil {
+		pos = ns.pos
+	}
+	var at int64
+	if pos != nil {
+		at = pos.Ticket
+	}
 	for _, e := range es {
-		if e.FollowerTicket == ticket {
+		if e.FollowerTicket == at {
 			return e, true
+		}
+	}
+	if pos != nil {
+		for _, e := range es {
+			if e.FollowerTicket == 0 {
+				return e, true
+			}
+		}
+		if t, ok := ParseMarker(pos.Comment); ok && t == mt {
+			return es[0], true
 		}
 	}
 	return es[0], false
 }
 
-// adoptRatio is the ratio of a share found without a usable entry: what sizing gives now,
-// or, failing that, the position's volume over the master's.
-func (p *planner) adoptRatio(m broker.Position, ns *netSymbol) float64 {
-	spec, _ := p.followerSpec(ns.name)
-	side, _, _ := copySide(p.s, m)
+// adoptShares sets the ratios of the shares whose ratio is unknown (a lost or unknown
+// ticket map write). The position as it is stays as it is, as on hedging: when every such
+// share is on the side of what the position holds beyond the known shares, they split that
+// remainder in proportion to what sizing gives them now (equally when sizing fails). Else,
+// and on a flat net, sizing gives the ratio. A ratio that stays 0 is not tracked.
+func (p *planner) adoptShares(ns *netSymbol) {
+	var known, weighted float64
+	var adopt []int
+	for i, s := range ns.shares {
+		if s.adopt {
+			adopt = append(adopt, i)
+		} else {
+			known += s.volume()
+		}
+	}
+	if len(adopt) == 0 {
+		return
+	}
+	sized := make([]float64, len(adopt))
+	for k, i := range adopt {
+		sized[k] = p.sizedRatio(ns.shares[i].m, ns.shares[i].side, ns.name)
+	}
+	if ns.pos != nil {
+		rest := float64(ns.pos.Side)*ns.pos.Volume - known
+		oneSide, allSized := math.Abs(rest) > stepEpsilon, true
+		for k, i := range adopt {
+			s := ns.shares[i]
+			oneSide = oneSide && s.side == sideOf(rest) && positive(s.m.Volume)
+			allSized = allSized && sized[k] > 0
+		}
+		if oneSide {
+			for k, i := range adopt {
+				if !allSized {
+					sized[k] = 1
+				}
+				weighted += sized[k] * ns.shares[i].m.Volume
+			}
+			for k := range sized {
+				sized[k] *= math.Abs(rest) / weighted
+			}
+		}
+	}
+	for k, i := range adopt {
+		ns.shares[i].ratio = sized[k]
+	}
+}
+
+// sizedRatio is the ratio sizing gives a new copy of m on side now (0 when it does not
+// size), with the stop-loss the copy would carry, as evaluate sizes it.
+func (p *planner) sizedRatio(m broker.Position, side broker.Side, symbol string) float64 {
+	if !positive(m.Volume) {
+		return 0
+	}
+	spec, _ := p.followerSpec(symbol)
+	_, msl, mtp := copySide(p.s, m)
+	price := expectedPrice(spec, side, m.OpenPrice)
+	sl, _ := wantStops(p.s.Stops, spec, side, msl, mtp, price)
 	masterSpec := p.in.Master.Symbols[m.Symbol]
+	if masterSpec.Name == "" {
+		masterSpec.Name = m.Symbol
+	}
 	v, why, _ := size(SizeInput{Sizing: p.s.Sizing, MasterVolume: m.Volume, Master: p.in.Master.Info,
 		Follower: p.in.Follower.Info, MasterSpec: masterSpec, FollowerSpec: spec,
-		StopDistance: stopDistance(expectedPrice(spec, side, m.OpenPrice), 0, m)})
-	if why == 0 && m.Volume > 0 {
-		return v / m.Volume
+		StopDistance: stopDistance(price, sl, m)})
+	if why != 0 {
+		return 0
 	}
-	if m.Volume > 0 && ns.pos != nil {
-		return ns.pos.Volume / m.Volume
-	}
-	return 0
+	return v / m.Volume
 }
 
 // netOf sums the signed volumes of shares.

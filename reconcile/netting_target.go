@@ -37,11 +37,24 @@ func (p *planner) planSymbol(ns *netSymbol) {
 	}
 
 	ns.spec, ns.rules = spec, rules
-	ns.track = make([]Tracked, len(ns.shares))
-	for i, s := range ns.shares {
-		ns.track[i] = Tracked{MasterTicket: s.m.Ticket, Ratio: s.ratio}
+	p.adoptShares(ns)
+	// A share of unknown ratio that sizing cannot give one is left out of the map (it
+	// would be tracked as unknown again on every plan) and adds nothing to the net.
+	ns.track = ns.track[:0]
+	for _, s := range ns.shares {
+		if positive(s.ratio) {
+			ns.track = append(ns.track, Tracked{MasterTicket: s.m.Ticket, Ratio: s.ratio})
+		}
 	}
-	target := p.netTarget(ns.shares, rules)
+	target, limited := p.netTarget(ns.shares, rules)
+	if limited {
+		for _, s := range ns.shares {
+			if s.fresh {
+				p.skip(Skip{MasterTicket: s.m.Ticket, Symbol: s.m.Symbol, Reason: SkipMaxLotsPerSymbol,
+					Detail: fmt.Sprintf("%s: limit %v is below the minimum %v", ns.name, p.s.Limits.MaxLotsPerSymbol, rules.min)})
+			}
+		}
+	}
 	side := sideOf(target)
 	lead := leadShare(ns.shares, side)
 
@@ -51,11 +64,7 @@ func (p *planner) planSymbol(ns *netSymbol) {
 			at = ns.pos.Ticket
 			p.fixNetStops(ns, spec, lead, ns.pos.OpenPrice)
 		}
-		for _, s := range ns.shares {
-			if s.fresh {
-				p.track(s.m.Ticket, at, s.ratio)
-			}
-		}
+		p.trackFresh(ns, at)
 		return
 	}
 	// A Close keeps its shares tracked, flat (FollowerTicket 0): they are still copied,
@@ -80,6 +89,7 @@ func (p *planner) planSymbol(ns *netSymbol) {
 		if d < spec.MinLot {
 			p.skip(Skip{MasterTicket: p.eventTicket(), FollowerTicket: ns.pos.Ticket, Symbol: ns.name, Reason: SkipAdjustBelowMin,
 				Detail: fmt.Sprintf("position %v, target %v: closing %v is below the minimum %v", cur, target, d, spec.MinLot)})
+			p.trackFresh(ns, ns.pos.Ticket)
 			return
 		}
 		p.act(Action{Kind: PartialClose, Reason: ReasonNetTarget, MasterTicket: p.eventTicket(), FollowerTicket: ns.pos.Ticket,
@@ -90,7 +100,9 @@ func (p *planner) planSymbol(ns *netSymbol) {
 
 // netTarget is the signed net of the shares: rounded toward zero to the step, capped at the
 // maximum (and max_lots_per_symbol), and 0 below the minimum unless force_min is set.
-func (p *planner) netTarget(shares []share, rules lotRules) float64 {
+// force_min never lifts the target above max_lots_per_symbol: when the limit is below the
+// minimum the target is 0 and limited is true (hedging skips such a copy the same way).
+func (p *planner) netTarget(shares []share, rules lotRules) (target float64, limited bool) {
 	n := netOf(shares)
 	sign := float64(sideOf(n))
 	v := RoundDownToStep(math.Abs(n), rules.step)
@@ -103,11 +115,14 @@ func (p *planner) netTarget(shares []share, rules lotRules) float64 {
 	}
 	if v < rules.min {
 		if !p.s.Sizing.ForceMin || v == 0 {
-			return 0
+			return 0, false
+		}
+		if rules.min > capAt {
+			return 0, true
 		}
 		v = rules.min
 	}
-	return sign * v
+	return sign * v, false
 }
 
 // netOpen opens (from flat: cur 0) or adds to the symbol's position to reach the signed
@@ -119,6 +134,11 @@ func (p *planner) netOpen(ns *netSymbol, by share, cur, target float64) {
 	if volume < spec.MinLot {
 		p.skip(Skip{MasterTicket: by.m.Ticket, Symbol: ns.name, Reason: SkipAdjustBelowMin,
 			Detail: fmt.Sprintf("position %v, target %v: adding %v is below the minimum %v", cur, target, volume, spec.MinLot)})
+		var at int64
+		if ns.pos != nil {
+			at = ns.pos.Ticket
+		}
+		p.trackFresh(ns, at)
 		return
 	}
 	if !spec.TradeAllowed {
@@ -142,6 +162,16 @@ func (p *planner) netOpen(ns *netSymbol, by share, cur, target float64) {
 	p.act(Action{Kind: Open, Reason: reason, MasterTicket: by.m.Ticket, FollowerTicket: onTicket,
 		Symbol: ns.name, Side: side, Volume: volume, SL: sl, TP: tp,
 		Magic: p.in.Link.Magic, Comment: Marker(by.m.Ticket), Price: price, Track: ns.track})
+}
+
+// trackFresh tracks the new and adopted shares at the position (0: flat) that carries
+// them without an order: the net is what it should be, or off by less than can be traded.
+func (p *planner) trackFresh(ns *netSymbol, at int64) {
+	for _, s := range ns.shares {
+		if s.fresh && positive(s.ratio) {
+			p.track(s.m.Ticket, at, s.ratio)
+		}
+	}
 }
 
 // fixNetStops modifies the position's SL/TP when they differ from what the lead share wants.

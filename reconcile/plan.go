@@ -132,11 +132,24 @@ func (p *planner) inScope(t int64) bool { return p.sc.all || t == p.sc.ticket }
 // act appends an action.
 func (p *planner) act(a Action) { p.res.Actions = append(p.res.Actions, a) }
 
-// skip records a skip that concerns the plan's scope.
+// skip records a skip that concerns the plan's scope: on a netting follower's event path,
+// that is every master position on the event's symbol, which is planned as a whole.
 func (p *planner) skip(s Skip) {
-	if p.sc.all || s.MasterTicket == p.sc.ticket || (s.MasterTicket == 0 && s.Symbol == p.sc.symbol && s.Symbol != "") {
+	if p.sc.all || s.MasterTicket == p.sc.ticket || (s.MasterTicket == 0 && s.Symbol == p.sc.symbol && s.Symbol != "") ||
+		p.onScopeSymbol(s.MasterTicket) {
 		p.res.Skipped = append(p.res.Skipped, s)
 	}
+}
+
+// onScopeSymbol reports whether open master position t maps to the netting event path's
+// follower symbol.
+func (p *planner) onScopeSymbol(t int64) bool {
+	m, open := p.master[t]
+	if p.sc.symbol == "" || !open {
+		return false
+	}
+	sym, ok := p.resolve(m)
+	return ok && sym == p.sc.symbol
 }
 
 // track asks the engine to write an entry now.
