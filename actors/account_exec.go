@@ -42,6 +42,9 @@ func (a *accountActor) execute(ctx actor.Context, l linkState, res reconcile.Res
 		if err != nil {
 			entry.Result = errorClassName(err)
 			a.board.journal(entry)
+			if errors.Is(err, broker.ErrUnknownOutcome) {
+				rows = append(rows, a.mapRows(act.UnknownOutcomeChanges(l.row.ID, a.follower.Info.Mode))...)
+			}
 			if !a.onOrderError(act, err) {
 				return false
 			}
@@ -181,7 +184,11 @@ func (a *accountActor) applyResult(l linkState, act reconcile.Action, r broker.O
 			}
 		}
 	}
-	track, untrack := act.MapChanges(l.row.ID, r)
+	return a.mapRows(act.MapChanges(l.row.ID, r))
+}
+
+// mapRows keeps the cached ticket map in step with changes and returns the rows to write.
+func (a *accountActor) mapRows(track, untrack []reconcile.TicketMapEntry) []store.TicketRow {
 	rows := make([]store.TicketRow, 0, len(track)+len(untrack))
 	for _, t := range track {
 		rows = append(rows, a.track(t))

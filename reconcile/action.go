@@ -177,6 +177,22 @@ func (a Action) MapChanges(linkID int64, r broker.OrderResult) (track, untrack [
 	return track, untrack
 }
 
+// UnknownOutcomeChanges returns the ticket map changes to write when the action's outcome
+// is unknown (a timeout: it may or may not have executed) on a follower of the given mode.
+// On a netting follower they are the action's changes as if it executed with no ticket
+// known: entries pointing at 0 or at the symbol's position are carried by whatever
+// position the link then holds, so the next plan is right either way, whereas the old
+// entries would point at a position an executed close removed, which the planner must take
+// for a copy the user closed. On a hedging follower there are none: a copy that was opened
+// is found by its marker, and an entry written for an open that did not execute would be
+// taken for a closed copy.
+func (a Action) UnknownOutcomeChanges(linkID int64, mode broker.AccountMode) (track, untrack []TicketMapEntry) {
+	if mode != broker.Netting {
+		return nil, nil
+	}
+	return a.MapChanges(linkID, broker.OrderResult{})
+}
+
 // OpenRequest returns the request of an Open action.
 func (a Action) OpenRequest(o broker.Order) broker.OpenRequest {
 	return broker.OpenRequest{Order: o, Symbol: a.Symbol, Side: a.Side, Type: broker.Market,

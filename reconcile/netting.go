@@ -15,6 +15,7 @@ type share struct {
 	ratio float64     // follower lots per master lot
 	fresh bool        // not in the ticket map yet (new or adopted)
 	adopt bool        // carried by the position, ratio unknown (set by adoptShares)
+	stale bool        // carried by the position, but the entry points elsewhere: re-track
 }
 
 // volume is the share's follower volume, signed by side.
@@ -27,6 +28,9 @@ type netSymbol struct {
 	dups    []broker.Position
 	foreign bool // a position of another magic holds the symbol
 	shares  []share
+	// markedAt is where the map says the master named by pos's marker is carried, when
+	// that is not pos (a lost write): 0 when it is pos, flat, or the master has no entry.
+	markedAt int64
 
 	// Set by planSymbol:
 	spec  broker.SymbolSpec
@@ -65,6 +69,16 @@ func (p *planner) netting() {
 // the scope).
 func (p *planner) carriedShares(syms map[string]*netSymbol) (fresh []broker.Position, carried int) {
 	entries := p.entriesByMaster()
+	for _, ns := range syms {
+		if ns.pos == nil {
+			continue
+		}
+		if t, ok := ParseMarker(ns.pos.Comment); ok {
+			if es := entries[t]; len(es) > 0 && !slices.ContainsFunc(es, func(e TicketMapEntry) bool { return e.FollowerTicket == ns.pos.Ticket }) {
+				ns.markedAt = es[0].FollowerTicket
+			}
+		}
+	}
 	for _, m := range p.masters {
 		sym, mapped := p.resolve(m)
 		ns := syms[sym]
@@ -88,7 +102,7 @@ func (p *planner) carriedShares(syms map[string]*netSymbol) (fresh []broker.Posi
 				ns = &netSymbol{name: sym}
 				syms[sym] = ns
 			}
-			sh := share{m: m, side: side, ratio: e.Volume}
+			sh := share{m: m, side: side, ratio: e.Volume, stale: ns.pos != nil && e.FollowerTicket != ns.pos.Ticket}
 			if !positive(sh.ratio) {
 				sh.ratio, sh.fresh, sh.adopt = 0, true, true
 			}
@@ -172,8 +186,11 @@ func (p *planner) netSymbols() map[string]*netSymbol {
 // position (or, when the link is flat there, says so with FollowerTicket 0). When the
 // position exists, an entry at 0 is live too: only the link opens positions of its magic,
 // so an open (or a close that did not happen) left the map behind, as after an unknown
-// outcome; and so is any entry of the master the position's marker names, as on hedging.
-// Any other entry points at a position that is gone: a tombstone.
+// outcome. So is an entry that points where the entry of the master named by the
+// position's marker points (the master itself included, as on hedging): the link opened
+// the position for that master while it was carried there, so everything carried with it
+// moved to the position in the same order, whose map write was lost. Any other entry
+// points at a position that is gone: a tombstone.
 func liveEntry(es []TicketMapEntry, ns *netSymbol, mt int64) (TicketMapEntry, bool) {
 	var pos *broker.Position
 	if ns != nil {
@@ -190,7 +207,7 @@ func liveEntry(es []TicketMapEntry, ns *netSymbol, mt int64) (TicketMapEntry, bo
 	}
 	if pos != nil {
 		for _, e := range es {
-			if e.FollowerTicket == 0 {
+			if e.FollowerTicket == 0 || (ns.markedAt != 0 && e.FollowerTicket == ns.markedAt) {
 				return e, true
 			}
 		}

@@ -164,11 +164,13 @@ func (p *planner) netOpen(ns *netSymbol, by share, cur, target float64) {
 		Magic: p.in.Link.Magic, Comment: Marker(by.m.Ticket), Price: price, Track: ns.track})
 }
 
-// trackFresh tracks the new and adopted shares at the position (0: flat) that carries
-// them without an order: the net is what it should be, or off by less than can be traded.
+// trackFresh tracks the new, adopted and stale shares at the position (0: flat) that
+// carries them without an order: the net is what it should be, or off by less than can be
+// traded. A stale entry left pointing at 0 would otherwise survive a user's close of the
+// position and reopen its share.
 func (p *planner) trackFresh(ns *netSymbol, at int64) {
 	for _, s := range ns.shares {
-		if s.fresh && positive(s.ratio) {
+		if (s.fresh || s.stale) && positive(s.ratio) {
 			p.track(s.m.Ticket, at, s.ratio)
 		}
 	}

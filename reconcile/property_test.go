@@ -315,6 +315,24 @@ func checkPlan(t *rapid.T, in Input, res Result, replan func(Input) Result) {
 				copied[mt] = true
 			}
 		}
+	} else {
+		// A netting position carries the master its marker names and everything the map
+		// carried with that master where its entry points (a lost write of the open).
+		for _, p := range in.Follower.Positions {
+			mt, ok := ParseMarker(p.Comment)
+			if !ok || p.Magic != link.Magic {
+				continue
+			}
+			for _, e := range in.TicketMap {
+				if e.LinkID == link.ID && e.MasterTicket == mt {
+					for _, o := range in.TicketMap {
+						if o.LinkID == link.ID && o.FollowerTicket == e.FollowerTicket {
+							copied[o.MasterTicket] = true
+						}
+					}
+				}
+			}
+		}
 	}
 	opens := map[int64]bool{}
 	openSymbols := map[string]bool{}

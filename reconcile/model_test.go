@@ -1,0 +1,511 @@
+package reconcile
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/snapcopier/copier/broker"
+)
+
+// The model-based check of the planner (issue #16). A follower simulator (sim_test.go)
+// fills every action the way a MetaTrader 5 server would and applies the ticket map
+// changes the engine writes; histories interleave master events (fast path and reconcile),
+// partial closes, user closes and partial closes on the follower, manual trades, settings
+// changes, lost ticket map writes and orders whose outcome is unknown, on hedging and
+// netting followers. Beside the map the engine keeps, the model keeps the true map: every
+// change of an order that executed, written or not. After every step the follower is
+// reconciled to convergence and checked against rules taken from README.md, and the
+// repair from the engine's (damaged) map must end where the repair from the true map ends.
+//
+// `go test ./reconcile -run TestPlannerModel -rapid.checks=20000` runs it long.
+
+// modelStats counts what the histories did, so that a run shows it exercised the planner.
+type modelStats struct {
+	histories, steps, actions, lost, unknown, userClosedRepairs atomic.Int64
+	netting                                                     atomic.Int64
+}
+
+// mlink is one link of the model and its master account.
+type mlink struct {
+	link   Link
+	master AccountState
+	next   int64
+}
+
+// model is a follower with one or two links.
+type model struct {
+	stats *modelStats
+	mode  broker.AccountMode
+	f     *follower        // positions and the engine's ticket map
+	truth []TicketMapEntry // the map with every write of every executed order
+	info  broker.AccountInfo
+	specs map[string]broker.SymbolSpec
+	links []*mlink
+	now   time.Time
+}
+
+var modelSymbols = []string{"EURUSD", "GBPUSD"}
+
+func genModel(t *rapid.T, stats *modelStats) *model {
+	md := &model{
+		stats: stats,
+		mode:  rapid.SampledFrom([]broker.AccountMode{broker.Hedging, broker.Netting}).Draw(t, "mode"),
+		now:   now(),
+		specs: map[string]broker.SymbolSpec{},
+	}
+	md.f = &follower{mode: md.mode}
+	md.info = broker.AccountInfo{Login: "f", Balance: 10_000, Equity: 10_000, Mode: md.mode}
+	for _, name := range modelSymbols {
+		spec := fx(name)
+		spec.MinLot = rapid.SampledFrom([]float64{0.01, 0.1}).Draw(t, "minLot "+name)
+		spec.MaxLot = rapid.SampledFrom([]float64{1, 100}).Draw(t, "maxLot "+name)
+		md.specs[name] = spec
+	}
+	for i := range rapid.IntRange(1, 2).Draw(t, "links") {
+		ml := &mlink{next: 500}
+		ml.link = Link{ID: int64(i + 1), Magic: int64(1001 + i), Settings: genModelSettings(t)}
+		ml.master = AccountState{Info: broker.AccountInfo{Login: fmt.Sprintf("m%d", i), Balance: 10_000, Equity: 10_000},
+			Symbols: specs(fx("EURUSD"), fx("GBPUSD"))}
+		md.links = append(md.links, ml)
+	}
+	return md
+}
+
+func genModelSettings(t *rapid.T) Settings {
+	s := DefaultSettings()
+	s.Sizing.Mode = rapid.SampledFrom([]SizingMode{SizeLotMultiplier, SizeLotMultiplier, SizeFixedLot, SizeRiskPercent, SizeEquityRatio}).Draw(t, "sizing")
+	s.Sizing.FixedLot = rapid.SampledFrom([]float64{0.01, 0.1, 0.37}).Draw(t, "fixedLot")
+	s.Sizing.Multiplier = rapid.SampledFrom([]float64{0.1, 0.5, 1, 3}).Draw(t, "multiplier")
+	s.Sizing.RiskPercent = rapid.SampledFrom([]float64{0.5, 1}).Draw(t, "riskPercent")
+	s.Sizing.MaxLot = rapid.SampledFrom([]float64{0, 0, 0.5}).Draw(t, "sMaxLot")
+	s.Sizing.ForceMin = rapid.Bool().Draw(t, "forceMin")
+	s.Reverse = rapid.IntRange(0, 3).Draw(t, "reverse") == 0
+	s.Stops.Mode = rapid.SampledFrom([]StopsMode{StopsCopy, StopsNone, StopsFixed}).Draw(t, "stops")
+	if s.Stops.Mode == StopsFixed {
+		s.Stops.SLPoints = rapid.SampledFrom([]float64{0, 150}).Draw(t, "slPoints")
+		s.Stops.TPPoints = 300
+	}
+	s.Limits.MaxOpenCopies = rapid.SampledFrom([]int{0, 0, 2}).Draw(t, "maxOpenCopies")
+	s.Limits.MaxLotsPerSymbol = rapid.SampledFrom([]float64{0, 0, 0.05, 1}).Draw(t, "maxLotsPerSymbol")
+	s.Window.MaxAgeSeconds = rapid.SampledFrom([]int{60, 0}).Draw(t, "maxAge")
+	if err := s.Validate(); err != nil {
+		t.Fatalf("generated invalid settings: %v", err)
+	}
+	return s
+}
+
+// input is the planner's view of link i with the given ticket map.
+func (md *model) input(i int, tm []TicketMapEntry) Input {
+	ml := md.links[i]
+	return Input{Master: ml.master, Link: ml.link, TicketMap: slices.Clone(tm), Now: md.now,
+		Follower: AccountState{Info: md.info, Positions: slices.Clone(md.f.positions), Symbols: md.specs}}
+}
+
+// clone copies the model's follower, maps and link states (masters are shared: plans
+// never change them).
+func (md *model) clone() *model {
+	c := *md
+	f := *md.f
+	f.positions, f.ticketMap = slices.Clone(md.f.positions), slices.Clone(md.f.ticketMap)
+	c.f, c.truth = &f, slices.Clone(md.truth)
+	c.links = nil
+	for _, ml := range md.links {
+		l := *ml
+		c.links = append(c.links, &l)
+	}
+	return &c
+}
+
+// apply executes a plan of link i. The engine writes the map changes of each executed
+// action and Result.Track/Untrack unless lost; an action whose outcome is unknown
+// (unknown ≥ 0: its index) stops the plan, executed or not (hit), and the engine writes
+// its UnknownOutcomeChanges. The true map gets every change of every executed order.
+func (md *model) apply(t *rapid.T, i int, res Result, lost bool, unknown int, hit bool) {
+	id := md.links[i].link.ID
+	foreign := md.foreignPositions()
+	md.stats.actions.Add(int64(len(res.Actions)))
+	for k, a := range res.Actions {
+		if k == unknown {
+			track, untrack := a.UnknownOutcomeChanges(id, md.mode)
+			md.f.ticketMap = applyMap(md.f.ticketMap, track, untrack)
+			if !hit {
+				break
+			}
+		}
+		ticket := md.f.do(a, md.now)
+		track, untrack := a.MapChanges(id, broker.OrderResult{Ticket: ticket, Volume: a.Volume})
+		md.truth = applyMap(md.truth, track, untrack)
+		if !lost && k != unknown {
+			md.f.ticketMap = applyMap(md.f.ticketMap, track, untrack)
+		}
+		if k == unknown {
+			break
+		}
+	}
+	md.truth = applyMap(md.truth, res.Track, res.Untrack)
+	if !lost {
+		md.f.ticketMap = applyMap(md.f.ticketMap, res.Track, res.Untrack)
+	}
+	if after := md.foreignPositions(); !slices.Equal(foreign, after) {
+		t.Fatalf("link %d's plan changed positions of no link's magic:\nbefore %+v\nafter  %+v\nplan %v", id, foreign, after, res.Actions)
+	}
+	md.checkLimits(t, i, res)
+}
+
+// applyMap upserts track and drops untrack.
+func applyMap(m []TicketMapEntry, track, untrack []TicketMapEntry) []TicketMapEntry {
+	for _, e := range track {
+		m = slices.DeleteFunc(m, func(x TicketMapEntry) bool { return x.LinkID == e.LinkID && x.MasterTicket == e.MasterTicket })
+		m = append(m, e)
+	}
+	for _, e := range untrack {
+		m = slices.DeleteFunc(m, func(x TicketMapEntry) bool { return x.LinkID == e.LinkID && x.MasterTicket == e.MasterTicket })
+	}
+	return m
+}
+
+// foreignPositions are the follower positions of no link's magic number.
+func (md *model) foreignPositions() []broker.Position {
+	var out []broker.Position
+	for _, p := range md.f.positions {
+		if !slices.ContainsFunc(md.links, func(ml *mlink) bool { return ml.link.Magic == p.Magic }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// lotsOn is the link's follower lots on a symbol: the sum of its copies (hedging), the
+// size of its position (netting).
+func (md *model) lotsOn(magic int64, symbol string) (lots float64, copies int) {
+	for _, p := range md.f.positions {
+		if p.Magic == magic && p.Symbol == symbol {
+			lots += p.Volume
+			copies++
+		}
+	}
+	return lots, copies
+}
+
+// checkLimits (README, limits): a plan that opens leaves the link's lots on the symbol
+// within max_lots_per_symbol and, on a hedging follower, its copies within
+// max_open_copies.
+func (md *model) checkLimits(t *rapid.T, i int, res Result) {
+	ml := md.links[i]
+	l := ml.link.Settings.Limits
+	for _, a := range res.Actions {
+		if a.Kind != Open {
+			continue
+		}
+		lots, _ := md.lotsOn(ml.link.Magic, a.Symbol)
+		if l.MaxLotsPerSymbol > 0 && lots > l.MaxLotsPerSymbol+1e-9 {
+			t.Fatalf("link %d: %v leaves %v lots on %s, limit %v", ml.link.ID, a, lots, a.Symbol, l.MaxLotsPerSymbol)
+		}
+		if md.mode == broker.Hedging && l.MaxOpenCopies > 0 {
+			n := 0
+			for _, p := range md.f.positions {
+				if p.Magic == ml.link.Magic {
+					n++
+				}
+			}
+			if n > l.MaxOpenCopies {
+				t.Fatalf("link %d: %d copies open, limit %d", ml.link.ID, n, l.MaxOpenCopies)
+			}
+		}
+	}
+}
+
+// reconcile plans and executes every link until all are converged (a netting link's
+// close may free a symbol another waits for), checking every plan.
+func (md *model) reconcile(t *rapid.T) {
+	tm := func() []TicketMapEntry { return md.f.ticketMap }
+	for round := 0; ; round++ {
+		busy := false
+		for i := range md.links {
+			in := md.input(i, tm())
+			res := Plan(in)
+			checkPlan(t, in, res, Plan)
+			if res.Converged() {
+				continue
+			}
+			busy = true
+			if round > len(md.links)+1 {
+				t.Fatalf("link %d does not converge (round %d): %v\nfollower %+v\nmap %v", i+1, round, res, md.f.positions, tm())
+			}
+			md.apply(t, i, res, false, -1, false)
+		}
+		if !busy {
+			return
+		}
+	}
+}
+
+// check asserts the converged follower against README's rules.
+func (md *model) check(t *rapid.T) {
+	for i, ml := range md.links {
+		if md.mode == broker.Hedging {
+			checkNoDuplicates(t, &world{f: md.f}, &linkWorld{link: ml.link})
+			continue
+		}
+		for _, name := range modelSymbols {
+			md.checkNet(t, i, name)
+		}
+	}
+}
+
+// checkNet (README, sizing and limits; package doc, the ticket map): on a netting follower
+// the link's position on a symbol is the net of the master positions its map entries
+// carry (ratio × the master's volume, on the copy's side), rounded down to the step,
+// capped at the maximum, max_lot and max_lots_per_symbol, 0 below the minimum unless
+// force_min raises it (never above max_lots_per_symbol); it may differ from that by less
+// than the minimum volume, which cannot be traded.
+func (md *model) checkNet(t *rapid.T, i int, name string) {
+	ml := md.links[i]
+	s := ml.link.Settings
+	var pos *broker.Position
+	for k, p := range md.f.positions {
+		if p.Symbol == name && p.Magic == ml.link.Magic {
+			pos = &md.f.positions[k]
+		}
+		if p.Symbol == name && p.Magic != ml.link.Magic {
+			return // busy: the link leaves the symbol alone
+		}
+	}
+	var at int64
+	if pos != nil {
+		at = pos.Ticket
+	}
+	net := 0.0
+	for _, e := range md.f.ticketMap {
+		if e.LinkID != ml.link.ID || e.FollowerTicket != at {
+			continue
+		}
+		m, open := findPos(ml.master.Positions, e.MasterTicket)
+		if !open {
+			t.Fatalf("link %d: converged with an entry of closed master %d: %v", ml.link.ID, e.MasterTicket, e)
+		}
+		if m.Symbol != name {
+			continue
+		}
+		side := m.Side
+		if s.Reverse {
+			side = side.Opposite()
+		}
+		net += float64(side) * e.Volume * m.Volume
+	}
+	spec := md.specs[name]
+	lo, hi := math.Max(spec.MinLot, s.Sizing.MinLot), spec.MaxLot
+	if s.Sizing.MaxLot > 0 {
+		hi = math.Min(hi, s.Sizing.MaxLot)
+	}
+	capAt := hi
+	if l := s.Limits.MaxLotsPerSymbol; l > 0 {
+		capAt = math.Min(capAt, RoundDownToStep(l, spec.LotStep))
+	}
+	want := math.Min(RoundDownToStep(math.Abs(net), spec.LotStep), capAt)
+	if want < lo {
+		if s.Sizing.ForceMin && want > 0 && lo <= capAt {
+			want = lo
+		} else {
+			want = 0
+		}
+	}
+	want *= float64(sideOf(net))
+	got := 0.0
+	if pos != nil {
+		got = float64(pos.Side) * pos.Volume
+	}
+	off := math.Abs(got-want) >= spec.MinLot-1e-9 || // a difference the planner can trade
+		got != 0 && (want == 0 || sideOf(got) != sideOf(want)) // a close it always can
+	if off {
+		t.Fatalf("link %d %s: position %v, the net of its entries is %v (target %v)\nfollower %+v\nmap %v\nmaster %+v",
+			ml.link.ID, name, got, net, want, md.f.positions, md.f.ticketMap, ml.master.Positions)
+	}
+}
+
+func findPos(ps []broker.Position, ticket int64) (broker.Position, bool) {
+	i := slices.IndexFunc(ps, func(p broker.Position) bool { return p.Ticket == ticket })
+	if i < 0 {
+		return broker.Position{}, false
+	}
+	return ps[i], true
+}
+
+// compareRepair: the repair from the engine's map and the repair from the true map end
+// with the same follower positions (by symbol, side and volume), so that a lost write or
+// an unknown outcome never closes what the masters still need, nor duplicates a copy.
+//
+// One ambiguity is inherent: when the write of a close is lost, the engine's map points at
+// a position that is gone, exactly as after a user's close of that position, and the
+// planner must take it for one (README: a copy closed on the follower is not reopened).
+// The repair may then end where the true map would end had the user closed the positions
+// the engine's map points at.
+func (md *model) compareRepair(t *rapid.T, why string) {
+	truth := md.clone()
+	truth.f.ticketMap = slices.Clone(truth.truth)
+	userClosed := md.clone()
+	userClosed.f.ticketMap = slices.Clone(userClosed.truth)
+	for _, e := range md.f.ticketMap {
+		if e.FollowerTicket != 0 && md.f.find(e.FollowerTicket) < 0 {
+			userClosed.f.ticketMap = applyMap(userClosed.f.ticketMap, []TicketMapEntry{e}, nil)
+		}
+	}
+	truth.reconcile(t)
+	md.reconcile(t)
+	if a, b := book(md.f.positions), book(truth.f.positions); !slices.Equal(a, b) {
+		userClosed.reconcile(t)
+		md.stats.userClosedRepairs.Add(1)
+		if c := book(userClosed.f.positions); !slices.Equal(a, c) {
+			t.Fatalf("after %s the repair ends with %v, from the true map with %v (with the user's closes %v)\nmap  %v\ntrue %v",
+				why, a, b, c, md.f.ticketMap, md.truth)
+		}
+	}
+	// From here on the engine's map is what it is; the truth follows the repair.
+	md.truth = slices.Clone(md.f.ticketMap)
+}
+
+// book lists positions as "magic symbol ±volume", sorted.
+func book(ps []broker.Position) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%d %s %+.2f", p.Magic, p.Symbol, float64(p.Side)*p.Volume))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// masterOpen draws a new master position of link ml.
+func (md *model) masterOpen(t *rapid.T, ml *mlink) broker.Position {
+	side := rapid.SampledFrom([]broker.Side{broker.Buy, broker.Sell}).Draw(t, "side")
+	ml.next += int64(rapid.IntRange(1, 2).Draw(t, "ticketGap"))
+	p := broker.Position{Ticket: ml.next, Symbol: rapid.SampledFrom(modelSymbols).Draw(t, "symbol"), Side: side,
+		Volume:    float64(rapid.IntRange(1, 120).Draw(t, "volumeCents")) / 100,
+		OpenPrice: 1.1, OpenTime: md.now.Add(-time.Duration(rapid.IntRange(0, 30).Draw(t, "age")) * time.Second)}
+	if rapid.Bool().Draw(t, "hasSL") {
+		p.SL = roundTo(p.OpenPrice-float64(side)*float64(rapid.IntRange(100, 500).Draw(t, "slPoints"))*0.00001, 0.00001)
+	}
+	return p
+}
+
+// masterEvent changes link li's master and returns the event.
+func (md *model) masterEvent(t *rapid.T, li int) (broker.Event, bool) {
+	ml := md.links[li]
+	mps := ml.master.Positions
+	ev := func(kind broker.EventKind, p broker.Position) (broker.Event, bool) {
+		return broker.Event{Login: ml.master.Info.Login, Kind: kind, Position: p, ServerTime: md.now}, true
+	}
+	k := rapid.IntRange(0, 3).Draw(t, "masterChange")
+	if k == 0 || len(mps) == 0 {
+		p := md.masterOpen(t, ml)
+		ml.master.Positions = append(slices.Clone(mps), p)
+		return ev(broker.Opened, p)
+	}
+	i := rapid.IntRange(0, len(mps)-1).Draw(t, "masterPos")
+	p := mps[i]
+	ml.master.Positions = slices.Clone(mps)
+	switch k {
+	case 1:
+		ml.master.Positions = slices.Delete(ml.master.Positions, i, i+1)
+		return ev(broker.Closed, p)
+	case 2:
+		if p.Volume <= 0.01 {
+			return broker.Event{}, false
+		}
+		p.Volume = float64(rapid.IntRange(1, int(math.Round(p.Volume*100))-1).Draw(t, "remainCents")) / 100
+		ml.master.Positions[i] = p
+		return ev(broker.PartiallyClosed, p)
+	default:
+		p.SL = rapid.SampledFrom([]float64{0, roundTo(p.OpenPrice-float64(p.Side)*0.002, 0.00001)}).Draw(t, "newSL")
+		ml.master.Positions[i] = p
+		return ev(broker.Modified, p)
+	}
+}
+
+// step makes one change of the history and reconciles.
+func (md *model) step(t *rapid.T) {
+	li := rapid.IntRange(0, len(md.links)-1).Draw(t, "link")
+	ml := md.links[li]
+	switch rapid.IntRange(0, 11).Draw(t, "step") {
+	case 0, 1, 2: // a master event: the fast path, or missed and left to the reconcile
+		before := md.input(li, md.f.ticketMap)
+		ev, ok := md.masterEvent(t, li)
+		if ok && rapid.Bool().Draw(t, "fastPath") {
+			res := PlanEvent(ev, before)
+			checkPlan(t, before, res, func(in Input) Result { return PlanEvent(ev, in) })
+			md.apply(t, li, res, false, -1, false)
+		}
+	case 3: // the engine crashes after a plan's orders: every map write is lost
+		if _, ok := md.masterEvent(t, li); ok {
+			md.stats.lost.Add(1)
+			md.apply(t, li, Plan(md.input(li, md.f.ticketMap)), true, -1, false)
+			md.compareRepair(t, "lost writes")
+			return
+		}
+	case 4: // an order's outcome is unknown: it executed or not; the plan stops there
+		if _, ok := md.masterEvent(t, li); ok {
+			res := Plan(md.input(li, md.f.ticketMap))
+			if len(res.Actions) > 0 {
+				md.stats.unknown.Add(1)
+				k := rapid.IntRange(0, len(res.Actions)-1).Draw(t, "unknownAction")
+				md.apply(t, li, res, false, k, rapid.Bool().Draw(t, "executed"))
+				md.compareRepair(t, "an unknown outcome")
+				return
+			}
+		}
+	case 5: // the user (or a stop) closes a follower position
+		if n := len(md.f.positions); n > 0 {
+			i := rapid.IntRange(0, n-1).Draw(t, "userClose")
+			md.f.positions = slices.Delete(md.f.positions, i, i+1)
+		}
+	case 6: // the user partially closes a follower position
+		if n := len(md.f.positions); n > 0 {
+			p := &md.f.positions[rapid.IntRange(0, n-1).Draw(t, "userPartial")]
+			spec := md.specs[p.Symbol]
+			if steps := int(math.Round((p.Volume - spec.MinLot) / spec.LotStep)); steps >= 1 {
+				p.Volume = lots(p.Volume - float64(rapid.IntRange(1, steps).Draw(t, "userCut"))*spec.LotStep)
+			}
+		}
+	case 7: // a manual trade (netting: only on a free symbol)
+		name := rapid.SampledFrom(modelSymbols).Draw(t, "manualSymbol")
+		if md.mode == broker.Hedging || !slices.ContainsFunc(md.f.positions, func(p broker.Position) bool { return p.Symbol == name }) {
+			md.f.positions = append(md.f.positions, broker.Position{Ticket: md.f.newTicket(), Symbol: name, Side: broker.Sell,
+				Volume: md.specs[name].MinLot, OpenPrice: 1.1, Magic: 77, OpenTime: md.now})
+		}
+	case 8: // the operator changes the link's settings
+		ml.link.Settings = genModelSettings(t)
+	case 9: // time passes; equity moves
+		md.now = md.now.Add(time.Duration(rapid.IntRange(1, 90).Draw(t, "elapsed")) * time.Second)
+		md.info.Equity = md.info.Balance * rapid.Float64Range(0.5, 1.5).Draw(t, "equity")
+	default: // the user closes a manual trade
+		if i := slices.IndexFunc(md.f.positions, func(p broker.Position) bool { return p.Magic == 77 }); i >= 0 {
+			md.f.positions = slices.Delete(md.f.positions, i, i+1)
+		}
+	}
+	md.reconcile(t)
+	md.truth = slices.Clone(md.f.ticketMap)
+}
+
+// TestPlannerModel runs random histories against the model (see the top of the file).
+func TestPlannerModel(t *testing.T) {
+	var stats modelStats
+	rapid.Check(t, func(t *rapid.T) {
+		md := genModel(t, &stats)
+		stats.histories.Add(1)
+		if md.mode == broker.Netting {
+			stats.netting.Add(1)
+		}
+		for range rapid.IntRange(1, 30).Draw(t, "steps") {
+			stats.steps.Add(1)
+			md.step(t)
+			md.check(t)
+		}
+	})
+	t.Logf("%d histories (%d netting), %d steps, %d orders filled, %d lost-write steps, %d unknown outcomes, %d repairs explained by user closes",
+		stats.histories.Load(), stats.netting.Load(), stats.steps.Load(), stats.actions.Load(), stats.lost.Load(), stats.unknown.Load(), stats.userClosedRepairs.Load())
+}
