@@ -43,7 +43,12 @@
 // out) and the planner does not open it again (SkipCopyClosed). Keep passing such entries
 // until the planner untracks them, which it does once the master position has closed. On a
 // netting follower an entry with FollowerTicket 0 is not a tombstone: it says that the
-// master position is copied but the net of the link's copies on that symbol is flat.
+// master position is copied but the net of the link's copies on that symbol is flat (or,
+// when the link holds a position there, that the write of the order that opened it was
+// lost). An entry that points where the entry of the master named by the position's marker
+// points is carried by the position too (the open's write was lost); the planner tracks
+// such entries at the position again. On a netting follower an order whose outcome is
+// unknown should have its Action.UnknownOutcomeChanges written.
 //
 // # Output
 //

@@ -190,3 +190,86 @@ func TestNettingReverseToggleFlipsNet(t *testing.T) {
 		}
 	}
 }
+
+// Found by the model-based test (model_test.go).
+
+// TestNettingStaleEntryRepointed: an entry left at 0 by a lost write while the link holds
+// a position is tracked at the position, so that a user's close of the position ends the
+// copy instead of reopening it.
+func TestNettingStaleEntryRepointed(t *testing.T) {
+	in := testInput(broker.Netting)
+	in.Master.Positions = []broker.Position{mpos(501, "EURUSD", broker.Buy, 0.5, time.Second)}
+	f := &follower{mode: broker.Netting, positions: []broker.Position{netPos(7001, broker.Buy, 0.5, 501)}}
+	f.ticketMap = []TicketMapEntry{{LinkID: 1, MasterTicket: 501, Volume: 1}} // the open's write was lost
+	in.Follower.Positions, in.TicketMap = f.positions, f.ticketMap
+	res := Plan(in)
+	want := []TicketMapEntry{{LinkID: 1, MasterTicket: 501, FollowerTicket: 7001, Volume: 1}}
+	if len(res.Actions) != 0 || !reflect.DeepEqual(res.Track, want) {
+		t.Fatalf("actions %v, track %v; want the entry re-pointed", res.Actions, res.Track)
+	}
+	f.execute(1, res, now())
+	f.positions = nil // the user closes the position
+	in.Follower.Positions, in.TicketMap = f.positions, f.ticketMap
+	if res := Plan(in); len(res.Actions) != 0 || !reflect.DeepEqual(skipReasons(res), []SkipReason{SkipCopyClosed}) {
+		t.Fatalf("after the user's close: %v, skips %v", res.Actions, res.Skipped)
+	}
+}
+
+// TestNettingLostWriteCarriesMarkedEntries: the link closed its position and opened a new
+// one, and both writes were lost: the new position's marker names a master whose entry
+// points at the old position, so every master carried there is carried by the new one.
+func TestNettingLostWriteCarriesMarkedEntries(t *testing.T) {
+	in := testInput(broker.Netting)
+	in.Master.Positions = []broker.Position{mpos(501, "EURUSD", broker.Buy, 0.5, time.Hour), mpos(502, "EURUSD", broker.Buy, 0.3, time.Minute)}
+	in.Follower.Positions = []broker.Position{netPos(7002, broker.Buy, 0.8, 501)}
+	in.TicketMap = []TicketMapEntry{
+		{LinkID: 1, MasterTicket: 501, FollowerTicket: 7001, Volume: 1},
+		{LinkID: 1, MasterTicket: 502, FollowerTicket: 7001, Volume: 1},
+	}
+	res := Plan(in)
+	want := []TicketMapEntry{{LinkID: 1, MasterTicket: 501, FollowerTicket: 7002, Volume: 1}, {LinkID: 1, MasterTicket: 502, FollowerTicket: 7002, Volume: 1}}
+	if len(res.Actions) != 0 || !reflect.DeepEqual(res.Track, want) {
+		t.Fatalf("actions %v, track %v, skips %v; want both re-pointed, no order", res.Actions, res.Track, res.Skipped)
+	}
+}
+
+// TestNettingUnknownCloseKeepsCopies: the net of two master positions is 0 and the close's
+// outcome is unknown. With the action's UnknownOutcomeChanges written, the copies stay
+// copied whether the close executed or not: when one master closes, the other's share is
+// opened (executed), or the close is planned again (not executed).
+func TestNettingUnknownCloseKeepsCopies(t *testing.T) {
+	in := testInput(broker.Netting)
+	a, b := mpos(501, "EURUSD", broker.Buy, 0.5, time.Hour), mpos(502, "EURUSD", broker.Sell, 0.5, time.Second)
+	in.Master.Positions = []broker.Position{a, b}
+	for _, executed := range []bool{true, false} {
+		f := &follower{mode: broker.Netting, positions: []broker.Position{netPos(7001, broker.Buy, 0.5, 501)}}
+		f.ticketMap = []TicketMapEntry{{LinkID: 1, MasterTicket: 501, FollowerTicket: 7001, Volume: 1}}
+		in.Follower.Positions, in.TicketMap = f.positions, f.ticketMap
+		res := Plan(in)
+		if got := kinds(res); !reflect.DeepEqual(got, []ActionKind{Close}) {
+			t.Fatalf("net zero: %v", res.Actions)
+		}
+		if executed {
+			f.do(res.Actions[0], now())
+		}
+		track, untrack := res.Actions[0].UnknownOutcomeChanges(1, broker.Netting)
+		f.ticketMap = applyMap(f.ticketMap, track, untrack)
+		f.execute(1, Result{Track: res.Track, Untrack: res.Untrack}, now())
+		in.Follower.Positions, in.TicketMap = slices.Clone(f.positions), slices.Clone(f.ticketMap)
+		if !executed {
+			if got := kinds(Plan(in)); !reflect.DeepEqual(got, []ActionKind{Close}) {
+				t.Fatalf("close not executed: replan %v", got)
+			}
+			continue
+		}
+		in.Master.Positions = []broker.Position{a} // b closes
+		res = Plan(in)
+		in.Master.Positions = []broker.Position{a, b}
+		if len(res.Actions) != 1 || res.Actions[0].Kind != Open || res.Actions[0].Volume != 0.5 {
+			t.Fatalf("after b closed: %v, skips %v; want a's 0.5 opened", res.Actions, res.Skipped)
+		}
+	}
+	if track, untrack := (Action{Kind: Open, Track: []Tracked{{501, 1}}}).UnknownOutcomeChanges(1, broker.Hedging); track != nil || untrack != nil {
+		t.Fatalf("hedging: %v %v; want none (the marker finds an executed open)", track, untrack)
+	}
+}
