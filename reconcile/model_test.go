@@ -130,6 +130,8 @@ func (md *model) apply(t *rapid.T, i int, res Result, lost bool, unknown int, hi
 	id := md.links[i].link.ID
 	foreign := md.foreignPositions()
 	md.stats.actions.Add(int64(len(res.Actions)))
+	done := res
+	done.Actions = nil // the actions executed
 	for k, a := range res.Actions {
 		if k == unknown {
 			track, untrack := a.UnknownOutcomeChanges(id, md.mode)
@@ -139,6 +141,7 @@ func (md *model) apply(t *rapid.T, i int, res Result, lost bool, unknown int, hi
 			}
 		}
 		ticket := md.f.do(a, md.now)
+		done.Actions = append(done.Actions, a)
 		track, untrack := a.MapChanges(id, broker.OrderResult{Ticket: ticket, Volume: a.Volume})
 		md.truth = applyMap(md.truth, track, untrack)
 		if !lost && k != unknown {
@@ -155,7 +158,7 @@ func (md *model) apply(t *rapid.T, i int, res Result, lost bool, unknown int, hi
 	if after := md.foreignPositions(); !slices.Equal(foreign, after) {
 		t.Fatalf("link %d's plan changed positions of no link's magic:\nbefore %+v\nafter  %+v\nplan %v", id, foreign, after, res.Actions)
 	}
-	md.checkLimits(t, i, res)
+	md.checkLimits(t, i, done)
 }
 
 // applyMap upserts track and drops untrack.
@@ -176,6 +179,17 @@ func (md *model) foreignPositions() []broker.Position {
 	for _, p := range md.f.positions {
 		if !slices.ContainsFunc(md.links, func(ml *mlink) bool { return ml.link.Magic == p.Magic }) {
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// nets is the link's signed lots by symbol.
+func (md *model) nets(magic int64) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range md.f.positions {
+		if p.Magic == magic {
+			out[p.Symbol] += float64(p.Side) * p.Volume
 		}
 	}
 	return out
@@ -205,7 +219,8 @@ func (md *model) checkLimits(t *rapid.T, i int, res Result) {
 		}
 		lots, _ := md.lotsOn(ml.link.Magic, a.Symbol)
 		if l.MaxLotsPerSymbol > 0 && lots > l.MaxLotsPerSymbol+1e-9 {
-			t.Fatalf("link %d: %v leaves %v lots on %s, limit %v", ml.link.ID, a, lots, a.Symbol, l.MaxLotsPerSymbol)
+			t.Fatalf("link %d: %v leaves %v lots on %s, limit %v\nplan %v\nfollower %+v\nmap %v\nmaster %+v", ml.link.ID, a, lots, a.Symbol, l.MaxLotsPerSymbol,
+				res.Actions, md.f.positions, md.f.ticketMap, ml.master.Positions)
 		}
 		if md.mode == broker.Hedging && l.MaxOpenCopies > 0 {
 			n := 0
@@ -438,7 +453,32 @@ func (md *model) step(t *rapid.T) {
 		if ok && rapid.Bool().Draw(t, "fastPath") {
 			res := PlanEvent(ev, before)
 			checkPlan(t, before, res, func(in Input) Result { return PlanEvent(ev, in) })
+			b := md.nets(ml.link.Magic)
 			md.apply(t, li, res, false, -1, false)
+			e := md.nets(ml.link.Magic)
+			opened := map[int64]bool{}
+			for _, p := range md.f.positions {
+				if !slices.ContainsFunc(before.Follower.Positions, func(q broker.Position) bool { return q.Ticket == p.Ticket }) {
+					opened[p.Ticket] = true
+				}
+			}
+			// The reconcile that follows never undoes what the event did (package doc: the
+			// fast path can never do what a reconcile would undo).
+			again := Plan(md.input(li, md.f.ticketMap))
+			for _, a := range again.Actions {
+				undo := opened[a.FollowerTicket] && (a.Kind == Close || a.Kind == PartialClose)
+				if md.mode == broker.Netting {
+					d := e[a.Symbol] - b[a.Symbol]
+					if math.Abs(d) > 1e-9 && a.Kind != Modify {
+						after := md.clone()
+						after.f.do(a, md.now)
+						undo = undo || (after.nets(ml.link.Magic)[a.Symbol]-e[a.Symbol])*d < -1e-12
+					}
+				}
+				if undo {
+					t.Fatalf("the reconcile after event %v undoes it: %v\nevent plan %v\nfollower %+v", ev.Kind, a, res.Actions, md.f.positions)
+				}
+			}
 		}
 	case 3: // the engine crashes after a plan's orders: every map write is lost
 		if _, ok := md.masterEvent(t, li); ok {
