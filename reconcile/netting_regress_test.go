@@ -30,8 +30,8 @@ func TestNettingForceMinRespectsLotsPerSymbol(t *testing.T) {
 			in.Link.Settings.Limits.MaxLotsPerSymbol = 0.05
 			in.Master.Positions = []broker.Position{mpos(501, "EURUSD", broker.Buy, 0.02, time.Second)}
 			res := Plan(in)
-			if len(res.Actions) != 0 || !slices.Contains(skipReasons(res), SkipMaxLotsPerSymbol) {
-				t.Fatalf("actions %v, skips %v; want no order and a max_lots_per_symbol skip", res.Actions, res.Skipped)
+			if len(res.Actions) != 0 || len(res.Track) != 0 || !slices.Contains(skipReasons(res), SkipMaxLotsPerSymbol) {
+				t.Fatalf("actions %v, track %v, skips %v; want no order, nothing tracked and a max_lots_per_symbol skip", res.Actions, res.Track, res.Skipped)
 			}
 		})
 	}

@@ -38,21 +38,31 @@ func (p *planner) planSymbol(ns *netSymbol) {
 
 	ns.spec, ns.rules = spec, rules
 	p.adoptShares(ns)
+	target, limited := p.netTarget(ns.shares, rules)
+	if limited {
+		// No copy fits under the limit: new master positions are skipped, as on hedging,
+		// and not tracked (they are evaluated again while inside the opening window).
+		ns.shares = slices.DeleteFunc(ns.shares, func(s share) bool {
+			if s.fresh && !s.adopt {
+				p.skip(Skip{MasterTicket: s.m.Ticket, Symbol: s.m.Symbol, Reason: SkipMaxLotsPerSymbol,
+					Detail: fmt.Sprintf("%s: limit %v is below the minimum %v", ns.name, p.s.Limits.MaxLotsPerSymbol, rules.min)})
+				return true
+			}
+			return false
+		})
+		if len(ns.shares) == 0 {
+			if ns.pos != nil {
+				p.act(closeAction(*ns.pos, p.eventTicket(), ReasonNetTarget))
+			}
+			return
+		}
+	}
 	// A share of unknown ratio that sizing cannot give one is left out of the map (it
 	// would be tracked as unknown again on every plan) and adds nothing to the net.
 	ns.track = ns.track[:0]
 	for _, s := range ns.shares {
 		if positive(s.ratio) {
 			ns.track = append(ns.track, Tracked{MasterTicket: s.m.Ticket, Ratio: s.ratio})
-		}
-	}
-	target, limited := p.netTarget(ns.shares, rules)
-	if limited {
-		for _, s := range ns.shares {
-			if s.fresh {
-				p.skip(Skip{MasterTicket: s.m.Ticket, Symbol: s.m.Symbol, Reason: SkipMaxLotsPerSymbol,
-					Detail: fmt.Sprintf("%s: limit %v is below the minimum %v", ns.name, p.s.Limits.MaxLotsPerSymbol, rules.min)})
-			}
 		}
 	}
 	side := sideOf(target)
