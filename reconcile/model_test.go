@@ -28,7 +28,7 @@ import (
 // modelStats counts what the histories did, so that a run shows it exercised the planner.
 type modelStats struct {
 	histories, steps, actions, lost, unknown, userClosedRepairs atomic.Int64
-	netting                                                     atomic.Int64
+	netting, rejected, resent                                   atomic.Int64
 }
 
 // mlink is one link of the model and its master account.
@@ -127,12 +127,21 @@ func (md *model) clone() *model {
 // (unknown ≥ 0: its index) stops the plan, executed or not (hit), and the engine writes
 // its UnknownOutcomeChanges. The true map gets every change of every executed order.
 func (md *model) apply(t *rapid.T, i int, res Result, lost bool, unknown int, hit bool) {
+	md.applyRejecting(t, i, res, lost, unknown, hit, -1)
+}
+
+// applyRejecting is apply where the server rejects action reject for good (no money,
+// invalid volume): it does nothing and the engine goes on with the plan.
+func (md *model) applyRejecting(t *rapid.T, i int, res Result, lost bool, unknown int, hit bool, reject int) {
 	id := md.links[i].link.ID
 	foreign := md.foreignPositions()
 	md.stats.actions.Add(int64(len(res.Actions)))
 	done := res
 	done.Actions = nil // the actions executed
 	for k, a := range res.Actions {
+		if k == reject {
+			continue
+		}
 		if k == unknown {
 			track, untrack := a.UnknownOutcomeChanges(id, md.mode)
 			md.f.ticketMap = applyMap(md.f.ticketMap, track, untrack)
@@ -158,7 +167,9 @@ func (md *model) apply(t *rapid.T, i int, res Result, lost bool, unknown int, hi
 	if after := md.foreignPositions(); !slices.Equal(foreign, after) {
 		t.Fatalf("link %d's plan changed positions of no link's magic:\nbefore %+v\nafter  %+v\nplan %v", id, foreign, after, res.Actions)
 	}
-	md.checkLimits(t, i, done)
+	if reject < 0 { // a rejected close does not free what the plan counted on
+		md.checkLimits(t, i, done)
+	}
 }
 
 // applyMap upserts track and drops untrack.
@@ -464,7 +475,7 @@ func (md *model) masterEvent(t *rapid.T, li int) (broker.Event, bool) {
 func (md *model) step(t *rapid.T) {
 	li := rapid.IntRange(0, len(md.links)-1).Draw(t, "link")
 	ml := md.links[li]
-	switch rapid.IntRange(0, 11).Draw(t, "step") {
+	switch rapid.IntRange(0, 13).Draw(t, "step") {
 	case 0, 1, 2: // a master event: the fast path, or missed and left to the reconcile
 		before := md.input(li, md.f.ticketMap)
 		ev, ok := md.masterEvent(t, li)
@@ -516,6 +527,25 @@ func (md *model) step(t *rapid.T) {
 				return
 			}
 		}
+	case 12: // the server rejects one order of a plan for good; the engine goes on
+		if _, ok := md.masterEvent(t, li); ok {
+			res := Plan(md.input(li, md.f.ticketMap))
+			if len(res.Actions) > 0 {
+				md.stats.rejected.Add(1)
+				md.applyRejecting(t, li, res, false, -1, false, rapid.IntRange(0, len(res.Actions)-1).Draw(t, "rejectedAction"))
+			}
+		}
+	case 13: // a stale owner sends a plan's opens a second time, unrecorded
+		if _, ok := md.masterEvent(t, li); ok {
+			res := Plan(md.input(li, md.f.ticketMap))
+			md.apply(t, li, res, false, -1, false)
+			for _, a := range res.Actions {
+				if a.Kind == Open {
+					md.stats.resent.Add(1)
+					md.f.do(a, md.now)
+				}
+			}
+		}
 	case 5: // the user (or a stop) closes a follower position
 		if n := len(md.f.positions); n > 0 {
 			i := rapid.IntRange(0, n-1).Draw(t, "userClose")
@@ -564,6 +594,7 @@ func TestPlannerModel(t *testing.T) {
 			md.check(t)
 		}
 	})
-	t.Logf("%d histories (%d netting), %d steps, %d orders filled, %d lost-write steps, %d unknown outcomes, %d repairs explained by user closes",
-		stats.histories.Load(), stats.netting.Load(), stats.steps.Load(), stats.actions.Load(), stats.lost.Load(), stats.unknown.Load(), stats.userClosedRepairs.Load())
+	t.Logf("%d histories (%d netting), %d steps, %d orders planned, %d lost-write steps, %d unknown outcomes, %d rejected orders, %d opens sent twice, %d repairs explained by user closes",
+		stats.histories.Load(), stats.netting.Load(), stats.steps.Load(), stats.actions.Load(), stats.lost.Load(), stats.unknown.Load(),
+		stats.rejected.Load(), stats.resent.Load(), stats.userClosedRepairs.Load())
 }
