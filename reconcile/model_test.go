@@ -257,6 +257,7 @@ func (md *model) reconcile(t *rapid.T) {
 			in := md.input(i, tm())
 			res := Plan(in)
 			checkPlan(t, in, res, Plan)
+			md.checkSizing(t, i, in, res)
 			if res.Converged() {
 				continue
 			}
@@ -434,6 +435,9 @@ func (md *model) masterOpen(t *rapid.T, ml *mlink) broker.Position {
 	if rapid.Bool().Draw(t, "hasSL") {
 		p.SL = roundTo(p.OpenPrice-float64(side)*float64(rapid.IntRange(100, 500).Draw(t, "slPoints"))*0.00001, 0.00001)
 	}
+	if rapid.Bool().Draw(t, "hasTP") {
+		p.TP = roundTo(p.OpenPrice+float64(side)*float64(rapid.IntRange(100, 500).Draw(t, "tpPoints"))*0.00001, 0.00001)
+	}
 	return p
 }
 
@@ -597,4 +601,112 @@ func TestPlannerModel(t *testing.T) {
 	t.Logf("%d histories (%d netting), %d steps, %d orders planned, %d lost-write steps, %d unknown outcomes, %d rejected orders, %d opens sent twice, %d repairs explained by user closes",
 		stats.histories.Load(), stats.netting.Load(), stats.steps.Load(), stats.actions.Load(), stats.lost.Load(), stats.unknown.Load(),
 		stats.rejected.Load(), stats.resent.Load(), stats.userClosedRepairs.Load())
+}
+
+// readmeVolume is a new copy's volume of master position m by README.md's sizing section
+// (the model's master and follower symbols have one contract size, so no alignment), or
+// false when the README says it is not copied.
+func (md *model) readmeVolume(s Settings, m broker.Position, master broker.AccountInfo) (float64, bool) {
+	spec := md.specs[m.Symbol]
+	side, masterSL := m.Side, m.SL
+	if s.Reverse { // the master's take-profit is the reversed copy's stop-loss
+		side, masterSL = side.Opposite(), m.TP
+	}
+	price := spec.Bid
+	if side == broker.Buy {
+		price = spec.Ask
+	}
+	var v float64
+	switch s.Sizing.Mode {
+	case SizeFixedLot:
+		v = s.Sizing.FixedLot
+	case SizeLotMultiplier:
+		v = m.Volume * s.Sizing.Multiplier
+	case SizeEquityRatio:
+		v = m.Volume * md.info.Equity / master.Equity * s.Sizing.Multiplier
+	case SizeRiskPercent:
+		// The stop is the one the copy carries (per stops), or the master's when the copy
+		// carries none; without a stop it is not copied.
+		copySL := 0.0
+		switch s.Stops.Mode {
+		case StopsCopy:
+			copySL = masterSL
+		case StopsFixed:
+			if s.Stops.SLPoints > 0 {
+				copySL = roundPrice(price-float64(side)*s.Stops.SLPoints*spec.Point, spec)
+			}
+		}
+		dist := math.Abs(price - copySL)
+		if copySL == 0 {
+			dist = math.Abs(m.OpenPrice - m.SL)
+		}
+		if copySL == 0 && m.SL == 0 {
+			return 0, false
+		}
+		v = md.info.Equity * s.Sizing.RiskPercent / 100 / (dist * spec.ContractSize)
+	default:
+		panic("sizing mode not in the model")
+	}
+	hi := spec.MaxLot
+	if s.Sizing.MaxLot > 0 {
+		hi = math.Min(hi, s.Sizing.MaxLot)
+	}
+	v = RoundDownToStep(math.Min(v, hi), spec.LotStep)
+	if v < spec.MinLot {
+		if !s.Sizing.ForceMin {
+			return 0, false
+		}
+		v = spec.MinLot
+	}
+	return v, true
+}
+
+// checkSizing: every new copy a plan makes has the README's volume (hedging: an open,
+// possibly reduced to the room max_lots_per_symbol leaves; netting: the ratio of a new
+// master position it tracks).
+func (md *model) checkSizing(t *rapid.T, i int, in Input, res Result) {
+	ml := md.links[i]
+	s := ml.link.Settings
+	known := map[int64]bool{}
+	for _, e := range in.TicketMap {
+		if e.LinkID == ml.link.ID {
+			known[e.MasterTicket] = true
+		}
+	}
+	for _, p := range in.Follower.Positions {
+		if mt, ok := ParseMarker(p.Comment); ok && p.Magic == ml.link.Magic {
+			known[mt] = true // adopted: sized from the position, not anew
+		}
+	}
+	check := func(mt int64, got float64, what string) {
+		m, open := findPos(in.Master.Positions, mt)
+		if !open || known[mt] {
+			return
+		}
+		want, ok := md.readmeVolume(s, m, in.Master.Info)
+		limited := s.Limits.MaxLotsPerSymbol > 0 && md.mode == broker.Hedging && got < want
+		if !ok || (math.Abs(got-want) > 1e-9 && !limited) {
+			t.Fatalf("link %d: %s of master %+v: %v lots, README sizing says %v (copied %v)\nsettings %+v\nfollower equity %v",
+				ml.link.ID, what, m, got, want, ok, s, md.info.Equity)
+		}
+	}
+	for _, a := range res.Actions {
+		if md.mode == broker.Hedging && a.Kind == Open {
+			check(a.MasterTicket, a.Volume, "open")
+		}
+		if md.mode == broker.Netting {
+			for _, tr := range a.Track {
+				if m, ok := findPos(in.Master.Positions, tr.MasterTicket); ok {
+					check(tr.MasterTicket, lots(tr.Ratio*m.Volume), "share")
+				}
+			}
+		}
+	}
+	if md.mode == broker.Netting {
+		for _, e := range res.Track {
+			if m, ok := findPos(in.Master.Positions, e.MasterTicket); ok {
+				check(e.MasterTicket, lots(e.Volume*m.Volume), "share")
+			}
+		}
+	}
 }
