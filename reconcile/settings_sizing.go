@@ -20,7 +20,8 @@ const (
 	// Sizing.Multiplier.
 	SizeEquityRatio
 	// SizeRiskPercent risks Sizing.RiskPercent of the follower's equity between the copy's
-	// entry and its stop-loss. A master position without a stop-loss is not copied.
+	// entry and its stop-loss (the master's, when the copy carries none). A position is not
+	// copied when neither the copy nor the master position has a stop-loss.
 	SizeRiskPercent
 )
 
