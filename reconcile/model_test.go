@@ -479,7 +479,7 @@ func (md *model) masterEvent(t *rapid.T, li int) (broker.Event, bool) {
 func (md *model) step(t *rapid.T) {
 	li := rapid.IntRange(0, len(md.links)-1).Draw(t, "link")
 	ml := md.links[li]
-	switch rapid.IntRange(0, 13).Draw(t, "step") {
+	switch rapid.IntRange(0, 14).Draw(t, "step") {
 	case 0, 1, 2: // a master event: the fast path, or missed and left to the reconcile
 		before := md.input(li, md.f.ticketMap)
 		ev, ok := md.masterEvent(t, li)
@@ -530,6 +530,10 @@ func (md *model) step(t *rapid.T) {
 				md.compareRepair(t, "an unknown outcome")
 				return
 			}
+		}
+	case 14: // the server overwrites a comment (partial close, stop hit on MetaTrader)
+		if n := len(md.f.positions); n > 0 {
+			md.f.positions[rapid.IntRange(0, n-1).Draw(t, "overwrite")].Comment = rapid.SampledFrom([]string{"[sl]", "from #123", ""}).Draw(t, "comment")
 		}
 	case 12: // the server rejects one order of a plan for good; the engine goes on
 		if _, ok := md.masterEvent(t, li); ok {
