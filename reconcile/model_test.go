@@ -15,15 +15,25 @@ import (
 
 // The model-based check of the planner (issue #16). A follower simulator (sim_test.go)
 // fills every action the way a MetaTrader 5 server would and applies the ticket map
-// changes the engine writes; histories interleave master events (fast path and reconcile),
-// partial closes, user closes and partial closes on the follower, manual trades, settings
-// changes, lost ticket map writes and orders whose outcome is unknown, on hedging and
-// netting followers. Beside the map the engine keeps, the model keeps the true map: every
-// change of an order that executed, written or not. After every step the follower is
-// reconciled to convergence and checked against rules taken from README.md, and the
-// repair from the engine's (damaged) map must end where the repair from the true map ends.
+// changes the engine writes (actors: the changes of each executed order, the plan's Track
+// and Untrack, UnknownOutcomeChanges after a timeout; a permanent rejection goes on with
+// the plan). Histories interleave master events (fast path and reconcile), partial closes,
+// user closes and partial closes on the follower, manual trades, comment overwrites,
+// settings changes, lost ticket map writes, unknown outcomes, rejected orders and opens
+// sent twice by a stale owner, on hedging and netting followers with one or two links.
+// Beside the engine's map the model keeps the true map: every change of every order that
+// executed, written or not.
 //
-// `go test ./reconcile -run TestPlannerModel -rapid.checks=20000` runs it long.
+// Checked against README.md: every plan (checkPlan: only the link's positions touched, lot
+// rules, one open per master, order independence), the sizing of every new copy
+// (readmeVolume), limits after every plan that opens, positions of no link untouched, the
+// reconcile after an event never undoing it, convergence, no duplicate copy (hedging), a
+// netting position equal to the net of what its map entries carry (checkNet), and a
+// repair after a lost write or an unknown outcome ending where the repair from the true
+// map ends (compareRepair).
+//
+// In the suite it runs 100 histories; `go test ./reconcile -run TestPlannerModel
+// -rapid.checks=100000` runs it long (a minute or two).
 
 // modelStats counts what the histories did, so that a run shows it exercised the planner.
 type modelStats struct {
@@ -83,6 +93,7 @@ func genModelSettings(t *rapid.T) Settings {
 	s.Sizing.FixedLot = rapid.SampledFrom([]float64{0.01, 0.1, 0.37}).Draw(t, "fixedLot")
 	s.Sizing.Multiplier = rapid.SampledFrom([]float64{0.1, 0.5, 1, 3}).Draw(t, "multiplier")
 	s.Sizing.RiskPercent = rapid.SampledFrom([]float64{0.5, 1}).Draw(t, "riskPercent")
+	s.Sizing.MinLot = rapid.SampledFrom([]float64{0, 0, 0.05}).Draw(t, "sMinLot")
 	s.Sizing.MaxLot = rapid.SampledFrom([]float64{0, 0, 0.5}).Draw(t, "sMaxLot")
 	s.Sizing.ForceMin = rapid.Bool().Draw(t, "forceMin")
 	s.Reverse = rapid.IntRange(0, 3).Draw(t, "reverse") == 0
@@ -655,12 +666,13 @@ func (md *model) readmeVolume(s Settings, m broker.Position, master broker.Accou
 	if s.Sizing.MaxLot > 0 {
 		hi = math.Min(hi, s.Sizing.MaxLot)
 	}
+	lo := math.Max(spec.MinLot, s.Sizing.MinLot) // both on the model's 0.01 step
 	v = RoundDownToStep(math.Min(v, hi), spec.LotStep)
-	if v < spec.MinLot {
+	if v < lo {
 		if !s.Sizing.ForceMin {
 			return 0, false
 		}
-		v = spec.MinLot
+		v = lo
 	}
 	return v, true
 }
