@@ -138,3 +138,6 @@ func (s *Server) SetOptions(ctx context.Context, o broker.ServerOptions) error {
 	s.opts.Store(&o)
 	return nil
 }
+
+// Options returns the current server-wide options.
+func (s *Server) Options() broker.ServerOptions { return *s.opts.Load() }

@@ -1,0 +1,530 @@
+package fix
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/quickfixgo/quickfix"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/fix/fixwire"
+)
+
+// symbolTable maps the venue's numeric symbol ids to specs, for one logon.
+type symbolTable struct {
+	list   []broker.SymbolSpec
+	byName map[string]string // name -> id
+	byID   map[string]broker.SymbolSpec
+}
+
+func newMsg(mt string) *quickfix.Message {
+	m := quickfix.NewMessage()
+	m.Header.SetString(quickfix.Tag(35), mt)
+	return m
+}
+
+func str(m *quickfix.Message, t quickfix.Tag) string {
+	v, _ := m.Body.GetString(t)
+	return v
+}
+
+func num(m *quickfix.Message, t quickfix.Tag) float64 {
+	v, err := fixwire.ParseFloat(str(m, t))
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+// replyError classifies a reject carried by m.
+func replyError(m *quickfix.Message) error {
+	return fixwire.ErrorFrom(str(m, fixwire.TagErrorClass), str(m, fixwire.TagErrorCode), str(m, fixwire.TagOrdRejReason), str(m, fixwire.TagText))
+}
+
+// Symbols implements broker.Session: SecurityListRequest (x, 559=4) answered by
+// SecurityList fragments (y), one symbol each.
+func (s *session) Symbols(ctx context.Context) ([]broker.SymbolSpec, error) {
+	t, err := s.loadSymbols(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append([]broker.SymbolSpec(nil), t.list...), nil
+}
+
+func (s *session) loadSymbols(ctx context.Context) (*symbolTable, error) {
+	id := s.b.nextID("s")
+	m := newMsg(fixwire.MsgSecurityListRequest)
+	m.Body.SetString(fixwire.TagSecurityReqID, id)
+	m.Body.SetInt(fixwire.TagSecListReqTyp, 4) // all securities
+	t := &symbolTable{byName: map[string]string{}, byID: map[string]broker.SymbolSpec{}}
+	err := s.request(ctx, id, m, false, func(r *quickfix.Message) (bool, error) {
+		switch str(r, fixwire.TagSecReqResult) {
+		case "0", "":
+		case "2": // no instruments
+			return true, nil
+		default:
+			return true, replyError(r)
+		}
+		if sid := str(r, fixwire.TagSymbol); sid != "" {
+			name := str(r, fixwire.TagSymbolName)
+			if name == "" {
+				name = sid
+			}
+			cs := num(r, fixwire.TagContractMult)
+			if cs <= 0 {
+				cs = 1
+			}
+			digits, _ := strconv.Atoi(str(r, fixwire.TagSymbolDigits))
+			allowed := str(r, fixwire.TagTradeAllowed) != "N"
+			sp := broker.SymbolSpec{
+				Name: name, ContractSize: cs,
+				MinLot:  fixwire.ToLots(num(r, fixwire.TagMinTradeVol), cs),
+				MaxLot:  fixwire.ToLots(num(r, fixwire.TagMaxTradeVol), cs),
+				LotStep: fixwire.ToLots(num(r, fixwire.TagRoundLot), cs),
+				Digits:  digits, Point: math.Pow10(-digits), TradeAllowed: allowed,
+				Bid: num(r, fixwire.TagBid), Ask: num(r, fixwire.TagAsk),
+			}
+			t.list = append(t.list, sp)
+			t.byName[name] = sid
+			t.byID[sid] = sp
+		}
+		total, _ := strconv.Atoi(str(r, fixwire.TagTotNoRelSym))
+		last, _ := r.Body.GetBool(fixwire.TagLastFragment)
+		return last || len(t.list) >= total, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.loggedOn {
+		s.syms = t
+	}
+	s.mu.Unlock()
+	return t, nil
+}
+
+// symbols returns the current logon's table, reading it when there is none.
+func (s *session) symbols(ctx context.Context) (*symbolTable, error) {
+	s.mu.Lock()
+	t := s.syms
+	s.mu.Unlock()
+	if t != nil {
+		return t, nil
+	}
+	return s.loadSymbols(ctx)
+}
+
+// symbol resolves a symbol name, reading the list again once when it is not known.
+func (s *session) symbol(ctx context.Context, name string) (string, broker.SymbolSpec, error) {
+	t, err := s.symbols(ctx)
+	if err != nil {
+		return "", broker.SymbolSpec{}, err
+	}
+	id, ok := t.byName[name]
+	if !ok {
+		if t, err = s.loadSymbols(ctx); err != nil {
+			return "", broker.SymbolSpec{}, err
+		}
+		if id, ok = t.byName[name]; !ok {
+			return "", broker.SymbolSpec{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: unknown symbol %q", name)
+		}
+	}
+	return id, t.byID[id], nil
+}
+
+// Account implements broker.Session: CollateralInquiry (BB) answered by CollateralReport
+// (BA) or BusinessMessageReject (j).
+func (s *session) Account(ctx context.Context) (broker.AccountInfo, error) {
+	id := s.b.nextID("c")
+	m := newMsg(fixwire.MsgCollateralInquiry)
+	m.Body.SetString(fixwire.TagCollInquiryID, id)
+	m.Body.SetString(fixwire.TagAccount, s.creds.Login)
+	var info broker.AccountInfo
+	err := s.request(ctx, id, m, false, func(r *quickfix.Message) (bool, error) {
+		if mt, _ := r.MsgType(); mt != fixwire.MsgCollateralReport {
+			return true, replyError(r)
+		}
+		lev, _ := strconv.Atoi(str(r, fixwire.TagLeverage))
+		mode, _ := strconv.Atoi(str(r, fixwire.TagAccountMode))
+		info = broker.AccountInfo{
+			Login: str(r, fixwire.TagAccount), Currency: str(r, fixwire.TagCurrency),
+			Balance: num(r, fixwire.TagBalance), Equity: num(r, fixwire.TagTotalNetValue),
+			Leverage: lev, Mode: broker.AccountMode(mode),
+		}
+		if info.Login == "" {
+			info.Login = s.creds.Login
+		}
+		return true, nil
+	})
+	return info, err
+}
+
+// position reads the position fields of a PositionReport or feed ExecutionReport.
+func position(r *quickfix.Message, t *symbolTable) broker.Position {
+	ticket, _ := strconv.ParseInt(str(r, fixwire.TagPosMaintRptID), 10, 64)
+	sp, ok := t.byID[str(r, fixwire.TagSymbol)]
+	name := str(r, fixwire.TagSymbolName)
+	if ok {
+		name = sp.Name
+	}
+	long, short := num(r, fixwire.TagLongQty), num(r, fixwire.TagShortQty)
+	p := broker.Position{Ticket: ticket, Symbol: name, Side: broker.Buy, Volume: fixwire.ToLots(long, sp.ContractSize)}
+	if short > 0 || (long == 0 && str(r, fixwire.TagSide) == fixwire.SideSell) {
+		p.Side, p.Volume = broker.Sell, fixwire.ToLots(short, sp.ContractSize)
+	}
+	p.OpenPrice = num(r, fixwire.TagSettlPrice)
+	p.SL, p.TP = num(r, fixwire.TagStopLoss), num(r, fixwire.TagTakeProfit)
+	p.Magic, _ = strconv.ParseInt(str(r, fixwire.TagMagic), 10, 64)
+	p.Comment = str(r, fixwire.TagComment)
+	p.OpenTime, _ = fixwire.ParseTime(str(r, fixwire.TagOpenTime))
+	return p
+}
+
+// Positions implements broker.Session: RequestForPositions (AN, 263=0) answered by
+// RequestForPositionsAck (AO, 727 = count) and that many PositionReports (AP).
+func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
+	t, err := s.symbols(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := s.b.nextID("p")
+	m := newMsg(fixwire.MsgRequestForPositions)
+	m.Body.SetString(fixwire.TagPosReqID, id)
+	m.Body.SetInt(fixwire.TagPosReqType, 0)
+	m.Body.SetString(fixwire.TagSubReqType, fixwire.SubSnapshot)
+	m.Body.SetString(fixwire.TagAccount, s.creds.Login)
+	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(time.Now()))
+	out := []broker.Position{}
+	want := -1
+	err = s.request(ctx, id, m, false, func(r *quickfix.Message) (bool, error) {
+		if mt, _ := r.MsgType(); mt == fixwire.MsgRequestForPositionsAck {
+			res := str(r, fixwire.TagPosReqResult)
+			if res != fixwire.PosResultValid && res != fixwire.PosResultNone {
+				return true, replyError(r)
+			}
+			want, _ = strconv.Atoi(str(r, fixwire.TagTotNumReports))
+			return len(out) >= want, nil
+		}
+		out = append(out, position(r, t))
+		return want >= 0 && len(out) >= want, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// clOrdID is the ClOrdID of an order: its request id.
+func clOrdID(o broker.Order) string {
+	if o.RequestID == uuid.Nil {
+		return uuid.NewString()
+	}
+	return o.RequestID.String()
+}
+
+// setOrder writes what every order carries: ClOrdID, fencing token, node and time.
+func setOrder(m *quickfix.Message, id string, o broker.Order) {
+	m.Body.SetString(fixwire.TagClOrdID, id)
+	m.Body.SetString(fixwire.TagLeaseEpoch, strconv.FormatInt(o.Token, 10))
+	if o.Node != "" {
+		m.Body.SetString(fixwire.TagNodeID, o.Node)
+	}
+	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(time.Now()))
+}
+
+// sendOrder sends an order (or resends the one first sent under its ClOrdID, with
+// PossResend) and waits for its final report.
+func (s *session) sendOrder(ctx context.Context, id string, m *quickfix.Message, contractSize float64) (broker.OrderResult, error) {
+	memo := s.b.sentFor(s.creds.Login)
+	if first := memo.lookup(id); first != nil {
+		m = quickfix.NewMessage()
+		first.CopyInto(m)
+		m.Header.SetBool(fixwire.TagPossResend, true)
+	} else if m == nil {
+		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: resend of %s: the original order is no longer remembered", id)
+	} else {
+		keep := quickfix.NewMessage()
+		m.CopyInto(keep)
+		memo.remember(id, keep)
+	}
+	var res broker.OrderResult
+	err := s.request(ctx, id, m, true, func(r *quickfix.Message) (bool, error) {
+		mt, _ := r.MsgType()
+		if mt == fixwire.MsgOrderCancelReject {
+			return true, replyError(r)
+		}
+		status := str(r, fixwire.TagOrdStatus)
+		switch {
+		case status == fixwire.StatusRejected || str(r, fixwire.TagExecType) == fixwire.ExecRejected:
+			return true, replyError(r)
+		case status == fixwire.StatusFilled || status == fixwire.StatusReplaced:
+			ticket, _ := strconv.ParseInt(str(r, fixwire.TagPosMaintRptID), 10, 64)
+			res.Ticket = ticket
+			res.Price = num(r, fixwire.TagLastPx)
+			if res.Price == 0 {
+				res.Price = num(r, fixwire.TagAvgPx)
+			}
+			qty := num(r, fixwire.TagLastQty)
+			if qty == 0 {
+				qty = num(r, fixwire.TagCumQty)
+			}
+			res.Volume = fixwire.ToLots(qty, contractSize)
+			res.ServerTime, _ = fixwire.ParseTime(str(r, fixwire.TagTransactTime))
+			return true, nil
+		}
+		return false, nil // new, pending: wait for the fill or the reject
+	})
+	return res, err
+}
+
+// Open implements broker.Session: NewOrderSingle (D, market) answered by an
+// ExecutionReport (8): filled (39=2) or rejected (39=8).
+func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.OrderResult, error) {
+	if err := ctx.Err(); err != nil {
+		return broker.OrderResult{}, notSent("order", err)
+	}
+	if req.Type != broker.Market {
+		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: only market orders are supported")
+	}
+	id := clOrdID(req.Order)
+	if s.b.sentFor(s.creds.Login).lookup(id) != nil {
+		_, sp, err := s.symbol(ctx, req.Symbol)
+		if err != nil {
+			return broker.OrderResult{}, err
+		}
+		return s.sendOrder(ctx, id, nil, sp.ContractSize)
+	}
+	symID, sp, err := s.symbol(ctx, req.Symbol)
+	if err != nil {
+		return broker.OrderResult{}, err
+	}
+	m := newMsg(fixwire.MsgNewOrderSingle)
+	setOrder(m, id, req.Order)
+	m.Body.SetString(fixwire.TagSymbol, symID)
+	m.Body.SetString(fixwire.TagSide, fixwire.SideString(req.Side))
+	m.Body.SetString(fixwire.TagOrderQty, fixwire.FormatFloat(fixwire.ToUnits(req.Volume, sp.ContractSize)))
+	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
+	m.Body.SetString(fixwire.TagTimeInForce, fixwire.TIFImmediate)
+	m.Body.SetString(fixwire.TagStopLoss, fixwire.FormatFloat(req.SL))
+	m.Body.SetString(fixwire.TagTakeProfit, fixwire.FormatFloat(req.TP))
+	m.Body.SetString(fixwire.TagMagic, strconv.FormatInt(req.Magic, 10))
+	if req.Comment != "" {
+		m.Body.SetString(fixwire.TagComment, req.Comment)
+	}
+	return s.sendOrder(ctx, id, m, sp.ContractSize)
+}
+
+// ClosePosition implements broker.Session: a NewOrderSingle of the opposite side naming the
+// position (721), for the requested or the whole volume. The position's side and volume
+// come from a RequestForPositions first (FIX closes are orders, not a close command).
+func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (broker.OrderResult, error) {
+	if err := ctx.Err(); err != nil {
+		return broker.OrderResult{}, notSent("order", err)
+	}
+	id := clOrdID(req.Order)
+	memo := s.b.sentFor(s.creds.Login)
+	if first := memo.lookup(id); first != nil {
+		t, err := s.symbols(ctx)
+		if err != nil {
+			return broker.OrderResult{}, err
+		}
+		return s.sendOrder(ctx, id, nil, t.byID[str(first, fixwire.TagSymbol)].ContractSize)
+	}
+	ps, err := s.Positions(ctx)
+	if err != nil {
+		return broker.OrderResult{}, err
+	}
+	var pos *broker.Position
+	for i := range ps {
+		if ps[i].Ticket == req.Ticket {
+			pos = &ps[i]
+		}
+	}
+	if pos == nil {
+		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: no open position %d", req.Ticket)
+	}
+	symID, sp, err := s.symbol(ctx, pos.Symbol)
+	if err != nil {
+		return broker.OrderResult{}, err
+	}
+	vol := req.Volume
+	if vol == 0 {
+		vol = pos.Volume
+	}
+	m := newMsg(fixwire.MsgNewOrderSingle)
+	setOrder(m, id, req.Order)
+	m.Body.SetString(fixwire.TagSymbol, symID)
+	m.Body.SetString(fixwire.TagSide, fixwire.SideString(pos.Side.Opposite()))
+	m.Body.SetString(fixwire.TagOrderQty, fixwire.FormatFloat(fixwire.ToUnits(vol, sp.ContractSize)))
+	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
+	m.Body.SetString(fixwire.TagTimeInForce, fixwire.TIFImmediate)
+	m.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(req.Ticket, 10))
+	return s.sendOrder(ctx, id, m, sp.ContractSize)
+}
+
+// Modify implements broker.Session: OrderCancelReplaceRequest (G) naming the position
+// (721) with the new stops, answered by an ExecutionReport (150=5) or OrderCancelReject (9).
+func (s *session) Modify(ctx context.Context, req broker.ModifyRequest) (broker.OrderResult, error) {
+	if err := ctx.Err(); err != nil {
+		return broker.OrderResult{}, notSent("order", err)
+	}
+	id := clOrdID(req.Order)
+	if s.b.sentFor(s.creds.Login).lookup(id) != nil {
+		return s.sendOrder(ctx, id, nil, 1)
+	}
+	m := newMsg(fixwire.MsgOrderCancelReplace)
+	setOrder(m, id, req.Order)
+	m.Body.SetString(fixwire.TagOrigClOrdID, "pos-"+strconv.FormatInt(req.Ticket, 10))
+	m.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(req.Ticket, 10))
+	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
+	m.Body.SetString(fixwire.TagStopLoss, fixwire.FormatFloat(req.SL))
+	m.Body.SetString(fixwire.TagTakeProfit, fixwire.FormatFloat(req.TP))
+	res, err := s.sendOrder(ctx, id, m, 1)
+	res.Volume, res.Price = 0, 0
+	return res, err
+}
+
+// feedBuffer is the capacity of a subscription's channel; a consumer that falls that far
+// behind loses the subscription (and resubscribes into a new epoch).
+const feedBuffer = 1024
+
+// feed is one subscription: an epoch and its events.
+type feed struct {
+	epoch int64
+	ch    chan broker.Event
+	done  chan struct{}
+	syms  *symbolTable
+
+	mu     sync.Mutex
+	seq    int64
+	closed bool
+}
+
+func (f *feed) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.closed {
+		f.closed = true
+		close(f.ch)
+		close(f.done)
+	}
+}
+
+// Subscribe implements broker.Session: RequestForPositions with 263=1 (snapshot plus
+// updates) acknowledged by AO; then every change of the account's positions arrives as an
+// ExecutionReport naming the subscription (710), with its sequence number (9040) and kind
+// (9041). Each subscription is a new epoch; a new logon ends every subscription.
+func (s *session) Subscribe(ctx context.Context) (<-chan broker.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, notSent("subscribe", err)
+	}
+	t, err := s.symbols(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := s.b.nextID("f")
+	f := &feed{epoch: s.b.epochs.Add(1), ch: make(chan broker.Event, feedBuffer), done: make(chan struct{}), syms: t}
+	s.mu.Lock()
+	if !s.loggedOn || s.closed {
+		s.mu.Unlock()
+		return nil, errClosedOrDown(s)
+	}
+	s.feeds[id] = f
+	s.mu.Unlock()
+	m := newMsg(fixwire.MsgRequestForPositions)
+	m.Body.SetString(fixwire.TagPosReqID, id)
+	m.Body.SetInt(fixwire.TagPosReqType, 0)
+	m.Body.SetString(fixwire.TagSubReqType, fixwire.SubUpdates)
+	m.Body.SetString(fixwire.TagAccount, s.creds.Login)
+	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(time.Now()))
+	err = s.request(ctx, id, m, false, func(r *quickfix.Message) (bool, error) {
+		if str(r, fixwire.TagPosReqResult) != fixwire.PosResultValid {
+			return true, replyError(r)
+		}
+		return true, nil
+	})
+	if err != nil {
+		s.endFeed(id)
+		return nil, err
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.endFeed(id)
+			u := newMsg(fixwire.MsgRequestForPositions)
+			u.Body.SetString(fixwire.TagPosReqID, id)
+			u.Body.SetString(fixwire.TagSubReqType, fixwire.SubUnsubscribe)
+			_ = quickfix.SendToTarget(u, s.id)
+		case <-f.done:
+		}
+	}()
+	return f.ch, nil
+}
+
+func errClosedOrDown(s *session) error {
+	if s.closed {
+		return errClosed()
+	}
+	return broker.NewError(broker.ErrDisconnected, broker.CodeNoConnection, "fix: session down")
+}
+
+// endFeed closes a subscription.
+func (s *session) endFeed(id string) {
+	s.mu.Lock()
+	f := s.feeds[id]
+	delete(s.feeds, id)
+	s.mu.Unlock()
+	if f != nil {
+		f.close()
+	}
+}
+
+// feedReport turns a feed ExecutionReport into an event; false when no subscription has
+// the id.
+func (s *session) feedReport(id string, r *quickfix.Message) bool {
+	s.mu.Lock()
+	f := s.feeds[id]
+	s.mu.Unlock()
+	if f == nil {
+		return false
+	}
+	p := position(r, f.syms)
+	kind, _ := strconv.Atoi(str(r, fixwire.TagFeedKind))
+	ev := broker.Event{Login: s.creds.Login, Epoch: f.epoch, Kind: broker.EventKind(kind), Position: p}
+	if ev.Kind < broker.Opened || ev.Kind > broker.Closed {
+		switch {
+		case str(r, fixwire.TagExecType) == fixwire.ExecRestated:
+			ev.Kind = broker.Modified
+		case p.Volume == 0:
+			ev.Kind = broker.Closed
+		default:
+			ev.Kind = broker.Opened
+		}
+	}
+	ev.ServerTime, _ = fixwire.ParseTime(str(r, fixwire.TagTransactTime))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return true
+	}
+	// The venue's sequence number shows its gaps; a venue without one is counted here
+	// (FIX itself loses nothing within a logon).
+	if seq, err := strconv.ParseInt(str(r, fixwire.TagFeedSeq), 10, 64); err == nil && seq > 0 {
+		f.seq = seq
+	} else {
+		f.seq++
+	}
+	ev.Seq = f.seq
+	select {
+	case f.ch <- ev:
+	default: // the consumer is too far behind: end the subscription, it resubscribes
+		f.closed = true
+		close(f.ch)
+		close(f.done)
+	}
+	return true
+}

@@ -1,0 +1,551 @@
+package fix
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/quickfix/config"
+	"github.com/rs/zerolog"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/fix/fixwire"
+)
+
+// session is one account's FIX session. Its run loop owns the quickfixgo initiator: one
+// per connection attempt, so the backoff between attempts is ours.
+type session struct {
+	b     *Broker
+	creds broker.Credentials // the password is needed for every re-logon; never logged
+	id    quickfix.SessionID
+	set   *quickfix.Settings
+	log   zerolog.Logger
+
+	mu       sync.Mutex
+	loggedOn bool
+	up       chan struct{} // closed when logged on; replaced when the logon ends
+	down     chan struct{} // closed when the current logon ends
+	ended    error         // set when the session will not log on again
+	closed   bool
+	pending  map[string]*call
+	feeds    map[string]*feed
+	syms     *symbolTable // of the current logon
+
+	events  chan sessEvent
+	closeCh chan struct{}
+	done    chan struct{}
+}
+
+type sessEvent struct {
+	kind int // evLogon, evDown, evRefused, evFailed
+	text string
+}
+
+const (
+	evLogon = iota + 1
+	evDown
+	evRefused
+	evFailed
+)
+
+var _ broker.Session = (*session)(nil)
+
+func newSession(b *Broker, creds broker.Credentials) (*session, error) {
+	cfg := b.cfg
+	host, port, _ := net.SplitHostPort(cfg.Addr)
+	sender := cfg.SenderCompID
+	if sender == "" {
+		sender = creds.Login
+	}
+	set := quickfix.NewSettings()
+	ss := quickfix.NewSessionSettings()
+	ss.Set(config.BeginString, fixwire.BeginString)
+	ss.Set(config.SenderCompID, sender)
+	ss.Set(config.TargetCompID, cfg.TargetCompID)
+	if cfg.SenderSubID != "" {
+		ss.Set(config.SenderSubID, cfg.SenderSubID)
+	}
+	if cfg.TargetSubID != "" {
+		ss.Set(config.TargetSubID, cfg.TargetSubID)
+	}
+	// The qualifier keeps sessions of one process apart (quickfixgo registers sessions
+	// process-wide); it never goes on the wire.
+	qual := "q" + strconv.FormatInt(b.qual.Add(1), 10)
+	ss.Set(config.SessionQualifier, qual)
+	ss.Set(config.SocketConnectHost, host)
+	ss.Set(config.SocketConnectPort, port)
+	ss.Set(config.HeartBtInt, strconv.Itoa(int(cfg.Heartbeat/time.Second)))
+	ss.Set(config.ReconnectInterval, "24h") // reconnects are ours (backoff), not quickfixgo's
+	ss.Set(config.LogonTimeout, cfg.LogonTimeout.String())
+	ss.Set(config.LogoutTimeout, "1s")
+	ss.Set(config.ResetOnLogon, "Y") // cTrader resets sequence numbers on every logon
+	ss.Set(config.ResetOnLogout, "Y")
+	ss.Set(config.ResetOnDisconnect, "Y")
+	if cfg.TLS {
+		ss.Set(config.SocketUseSSL, "Y")
+		if cfg.TLSServerName != "" {
+			ss.Set(config.SocketServerName, cfg.TLSServerName)
+		}
+		if cfg.TLSInsecureSkipVerify {
+			ss.Set(config.SocketInsecureSkipVerify, "Y")
+		}
+	}
+	id, err := set.AddSession(ss)
+	if err != nil {
+		return nil, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: session settings: %v", err)
+	}
+	s := &session{
+		b: b, creds: creds, id: id, set: set,
+		log:     cfg.Log.With().Str("login", creds.Login).Logger(),
+		up:      make(chan struct{}),
+		down:    make(chan struct{}),
+		pending: map[string]*call{},
+		feeds:   map[string]*feed{},
+		events:  make(chan sessEvent, 16),
+		closeCh: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	return s, nil
+}
+
+// run connects, logs on and reconnects with exponential backoff until Close or a refused
+// logon. The outcome of the first attempt goes to first.
+func (s *session) run(first chan<- error) {
+	defer close(s.done)
+	report := func(err error) {
+		if first != nil {
+			first <- err
+			first = nil
+		}
+	}
+	delay := s.b.cfg.ReconnectMin
+	for {
+		ini, err := quickfix.NewInitiator(s, quickfix.NewMemoryStoreFactory(), s.set, logFactory{s})
+		if err == nil {
+			err = ini.Start()
+		}
+		if err != nil {
+			err = broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: initiator: %v", err)
+			s.end(err)
+			report(err)
+			return
+		}
+		ev, closing := s.attempt(func() { report(nil) })
+		ini.Stop()
+		s.setDown()
+		s.drainEvents()
+		switch {
+		case closing:
+			s.end(errClosed())
+			report(errClosed())
+			return
+		case ev.kind == evRefused:
+			err := broker.NewError(broker.ErrPermanent, broker.CodeAuthFailed, "fix: logon refused: %s", ev.text)
+			s.log.Warn().Str("reason", ev.text).Msg("fix logon refused")
+			s.end(err)
+			report(err)
+			return
+		case ev.kind == evLogon: // logged on, then the session ended
+			delay = s.b.cfg.ReconnectMin
+		case first != nil:
+			err := broker.NewError(broker.ErrDisconnected, broker.CodeNoConnection, "fix: cannot log on to %s: %s", s.b.cfg.Addr, ev.text)
+			s.end(err)
+			report(err)
+			return
+		}
+		s.log.Info().Dur("backoff", delay).Str("reason", ev.text).Msg("fix session down; reconnecting")
+		select {
+		case <-time.After(delay):
+		case <-s.closeCh:
+			s.end(errClosed())
+			return
+		}
+		delay = min(2*delay, s.b.cfg.ReconnectMax)
+	}
+}
+
+// attempt waits for one connection attempt to end; onLogon runs when it logs on. It
+// returns the last event (evLogon when the session was logged on before it ended) or
+// closing.
+func (s *session) attempt(onLogon func()) (sessEvent, bool) {
+	timer := time.NewTimer(s.b.cfg.LogonTimeout + time.Second)
+	defer timer.Stop()
+	loggedOn := false
+	for {
+		select {
+		case <-s.closeCh:
+			return sessEvent{}, true
+		case <-timer.C:
+			if !loggedOn {
+				return sessEvent{kind: evFailed, text: "no logon reply"}, false
+			}
+		case ev := <-s.events:
+			switch ev.kind {
+			case evLogon:
+				loggedOn = true
+				s.setUp()
+				onLogon()
+			case evDown, evFailed:
+				if loggedOn {
+					return sessEvent{kind: evLogon, text: "session ended"}, false
+				}
+				return ev, false
+			case evRefused:
+				return ev, false
+			}
+		}
+	}
+}
+
+func (s *session) drainEvents() {
+	for {
+		select {
+		case <-s.events:
+		default:
+			return
+		}
+	}
+}
+
+func (s *session) event(ev sessEvent) {
+	select {
+	case s.events <- ev:
+	default: // the loop is behind; a later event says the same
+	}
+}
+
+// setUp marks the session logged on.
+func (s *session) setUp() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loggedOn {
+		return
+	}
+	s.loggedOn = true
+	s.down = make(chan struct{})
+	close(s.up)
+}
+
+// setDown marks the logon ended: pending calls fail, feeds close, symbols are read again
+// on the next logon.
+func (s *session) setDown() {
+	s.mu.Lock()
+	if !s.loggedOn {
+		s.mu.Unlock()
+		return
+	}
+	s.loggedOn = false
+	s.up = make(chan struct{})
+	close(s.down)
+	feeds := s.feeds
+	s.feeds = map[string]*feed{}
+	s.syms = nil
+	s.mu.Unlock()
+	for _, f := range feeds {
+		f.close()
+	}
+}
+
+// end marks the session as never logging on again.
+func (s *session) end(err error) {
+	s.mu.Lock()
+	if s.ended == nil {
+		s.ended = err
+	}
+	up := s.up
+	s.mu.Unlock()
+	select {
+	case <-up:
+	default:
+		// Wake callers waiting for a logon that will not come.
+		s.mu.Lock()
+		if !s.loggedOn {
+			close(s.up)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Close implements broker.Session: logs out, closes feeds; later calls fail with
+// ErrDisconnected.
+func (s *session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.done
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.closeCh)
+	<-s.done
+	return nil
+}
+
+// waitUp waits until the session is logged on and returns the channel that closes when
+// that logon ends.
+func (s *session) waitUp(ctx context.Context) (<-chan struct{}, error) {
+	for {
+		s.mu.Lock()
+		switch {
+		case s.closed:
+			s.mu.Unlock()
+			return nil, errClosed()
+		case s.loggedOn:
+			down := s.down
+			s.mu.Unlock()
+			return down, nil
+		case s.ended != nil:
+			err := s.ended
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w", broker.NewError(broker.ErrDisconnected, broker.CodeNoConnection, "fix: session ended"), err)
+		}
+		up := s.up
+		s.mu.Unlock()
+		select {
+		case <-up:
+		case <-ctx.Done():
+			return nil, notSent("request (not logged on)", ctx.Err())
+		case <-s.closeCh:
+			return nil, errClosed()
+		}
+	}
+}
+
+// call collects the replies of one request.
+type call struct {
+	mu     sync.Mutex
+	msgs   []*quickfix.Message
+	notify chan struct{}
+}
+
+func (c *call) push(m *quickfix.Message) {
+	c.mu.Lock()
+	c.msgs = append(c.msgs, m)
+	c.mu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (c *call) take() []*quickfix.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ms := c.msgs
+	c.msgs = nil
+	return ms
+}
+
+// request sends m, registered under id, and feeds its replies to handle until handle says
+// done. An order that gets no final reply (timeout, dropped session, ended context) has an
+// unknown outcome; any other request is simply not answered (ErrDisconnected).
+func (s *session) request(ctx context.Context, id string, m *quickfix.Message, order bool, handle func(*quickfix.Message) (bool, error)) error {
+	if err := ctx.Err(); err != nil {
+		return notSent("request", err)
+	}
+	down, err := s.waitUp(ctx)
+	if err != nil {
+		return err
+	}
+	c := &call{notify: make(chan struct{}, 1)}
+	s.mu.Lock()
+	if !s.loggedOn {
+		s.mu.Unlock()
+		return broker.NewError(broker.ErrDisconnected, broker.CodeNoConnection, "fix: session down")
+	}
+	s.pending[id] = c
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.pending, id)
+		s.mu.Unlock()
+	}()
+	if err := quickfix.SendToTarget(m, s.id); err != nil {
+		return fmt.Errorf("%w: %w", broker.NewError(broker.ErrDisconnected, broker.CodeNoConnection, "fix: send failed"), err)
+	}
+	timer := time.NewTimer(s.b.cfg.ReplyTimeout)
+	defer timer.Stop()
+	lost := func(why string) error {
+		if order {
+			return broker.NewError(broker.ErrUnknownOutcome, broker.CodeTimeout, "fix: %s while the order was in flight; it may have executed", why)
+		}
+		return broker.NewError(broker.ErrDisconnected, broker.CodeNoConnection, "fix: %s before the reply", why)
+	}
+	for {
+		for _, r := range c.take() {
+			if done, err := handle(r); done {
+				return err
+			}
+		}
+		select {
+		case <-c.notify:
+		case <-down:
+			for _, r := range c.take() {
+				if done, err := handle(r); done {
+					return err
+				}
+			}
+			return lost("session dropped")
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", lost("context ended"), ctx.Err())
+		case <-timer.C:
+			return lost("no reply within " + s.b.cfg.ReplyTimeout.String())
+		}
+	}
+}
+
+// deliver hands a reply to the request registered under id; false when there is none.
+func (s *session) deliver(id string, m *quickfix.Message) bool {
+	s.mu.Lock()
+	c := s.pending[id]
+	s.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.push(m)
+	return true
+}
+
+// OnCreate implements quickfix.Application.
+func (s *session) OnCreate(quickfix.SessionID) {}
+
+// OnLogon implements quickfix.Application.
+func (s *session) OnLogon(quickfix.SessionID) {
+	s.log.Debug().Msg("fix logon")
+	s.event(sessEvent{kind: evLogon})
+}
+
+// OnLogout implements quickfix.Application.
+func (s *session) OnLogout(quickfix.SessionID) {
+	s.setDown()
+	s.event(sessEvent{kind: evDown, text: "logged out"})
+}
+
+// ToAdmin implements quickfix.Application: the Logon carries the credentials.
+func (s *session) ToAdmin(m *quickfix.Message, _ quickfix.SessionID) {
+	if m.IsMsgTypeOf(fixwire.MsgLogon) {
+		m.Body.SetString(fixwire.TagUsername, s.creds.Login)
+		m.Body.SetString(fixwire.TagPassword, s.creds.Password)
+	}
+}
+
+// ToApp implements quickfix.Application.
+func (s *session) ToApp(*quickfix.Message, quickfix.SessionID) error { return nil }
+
+// FromAdmin implements quickfix.Application: a Logout before the logon completed is the
+// venue refusing it.
+func (s *session) FromAdmin(m *quickfix.Message, _ quickfix.SessionID) quickfix.MessageRejectError {
+	if m.IsMsgTypeOf(fixwire.MsgLogout) {
+		text, _ := m.Body.GetString(fixwire.TagText)
+		s.mu.Lock()
+		on := s.loggedOn
+		s.mu.Unlock()
+		if !on {
+			s.event(sessEvent{kind: evRefused, text: text})
+		} else {
+			s.log.Info().Str("reason", text).Msg("fix logout from the venue")
+		}
+	}
+	return nil
+}
+
+// FromApp implements quickfix.Application: replies go to their request, feed reports to
+// their subscription; anything else is logged and ignored (the session keeps running).
+func (s *session) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.MessageRejectError {
+	m := quickfix.NewMessage()
+	msg.CopyInto(m)
+	mt, _ := m.MsgType()
+	str := func(t quickfix.Tag) string { v, _ := m.Body.GetString(t); return v }
+	switch mt {
+	case fixwire.MsgExecutionReport:
+		if id := str(fixwire.TagPosReqID); id != "" && str(fixwire.TagClOrdID) == "" {
+			if s.feedReport(id, m) {
+				return nil
+			}
+		}
+		if s.deliver(str(fixwire.TagClOrdID), m) {
+			return nil
+		}
+		s.log.Warn().Str("clordid", str(fixwire.TagClOrdID)).Str("exec_type", str(fixwire.TagExecType)).
+			Msg("fix: execution report for an order this session is not waiting for; ignored")
+		return nil
+	case fixwire.MsgOrderCancelReject:
+		if s.deliver(str(fixwire.TagClOrdID), m) {
+			return nil
+		}
+	case fixwire.MsgRequestForPositionsAck:
+		if s.deliver(str(fixwire.TagPosReqID), m) {
+			return nil
+		}
+		if str(fixwire.TagPosReqStatus) == fixwire.PosReqStatusEnded || str(fixwire.TagPosReqStatus) == fixwire.PosStatusReject {
+			s.endFeed(str(fixwire.TagPosReqID))
+			return nil
+		}
+	case fixwire.MsgPositionReport:
+		if s.deliver(str(fixwire.TagPosReqID), m) {
+			return nil
+		}
+	case fixwire.MsgSecurityList:
+		if s.deliver(str(fixwire.TagSecurityReqID), m) {
+			return nil
+		}
+	case fixwire.MsgCollateralReport:
+		if s.deliver(str(fixwire.TagCollInquiryID), m) {
+			return nil
+		}
+	case fixwire.MsgBusinessMessageReject:
+		if s.deliver(str(fixwire.TagBizRejRefID), m) {
+			return nil
+		}
+	}
+	s.log.Warn().Str("msg_type", mt).Msg("fix: unexpected message; ignored")
+	return nil
+}
+
+// logFactory turns quickfixgo's session events into run-loop events (a failed dial ends
+// an attempt at once) and discards message logs: nothing is written to disk.
+type logFactory struct{ s *session }
+
+func (f logFactory) Create() (quickfix.Log, error) { return sessLog(f), nil }
+func (f logFactory) CreateSessionLog(quickfix.SessionID) (quickfix.Log, error) {
+	return sessLog(f), nil
+}
+
+type sessLog struct{ s *session }
+
+func (sessLog) OnIncoming([]byte) {}
+func (sessLog) OnOutgoing([]byte) {}
+func (l sessLog) OnEvent(e string) { l.onEvent(e) }
+func (l sessLog) OnEventf(format string, args ...any) {
+	l.onEvent(fmt.Sprintf(format, args...))
+}
+
+func (l sessLog) onEvent(e string) {
+	switch {
+	case strings.HasPrefix(e, "Invalid Session State: Received Msg") && strings.Contains(e, "\x0135=5\x01"):
+		// quickfixgo does not pass a Logout received in reply to our Logon to FromAdmin;
+		// its log event is how the refusal and its reason (58) are seen.
+		l.s.event(sessEvent{kind: evRefused, text: soh(e, "58")})
+	case strings.HasPrefix(e, "Failed to connect"), strings.HasPrefix(e, "Failed handshake"):
+		l.s.event(sessEvent{kind: evFailed, text: e})
+	case e == "Disconnected", strings.HasPrefix(e, "Failed to initiate"):
+		l.s.event(sessEvent{kind: evDown, text: e})
+	}
+}
+
+
+// soh returns the value of tag in a raw FIX message embedded in s ("" when absent).
+func soh(s, tag string) string {
+	_, v, ok := strings.Cut(s, "\x01"+tag+"=")
+	if !ok {
+		return ""
+	}
+	v, _, _ = strings.Cut(v, "\x01")
+	return v
+}

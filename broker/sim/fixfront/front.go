@@ -1,0 +1,321 @@
+// Package fixfront serves a trade server (normally the simulator, broker/sim) as a FIX 4.4
+// acceptor with the semantics of a cTrader-style venue: logon with user name (553) and
+// password (554), sequence numbers reset on every logon, numeric symbol ids from
+// SecurityListRequest, hedged positions closed by position id (PosMaintRptID, 721),
+// ClOrdID duplicates refused unless PossResend (97), the server's faults shown as a venue
+// shows them and the lease-epoch token carried in a custom tag. It is `copierd sim --fix`
+// and the counterparty of broker/fix's tests. The dialect is broker/fix/fixwire.
+package fixfront
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/quickfix/config"
+	"github.com/rs/zerolog"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/fix/fixwire"
+)
+
+// DefaultCompID is the front's SenderCompID, cTrader's.
+const DefaultCompID = "cServer"
+
+// Options configure a Front.
+type Options struct {
+	// CompID is the front's SenderCompID; logons must name it as TargetCompID.
+	CompID string
+	// TLS, when set, makes the front accept FIX over TLS only.
+	TLS *tls.Config
+	// Log receives the front's events (bad logons, rejected input); default: discarded.
+	Log zerolog.Logger
+	// OnOrder, when set, is called as an order message arrives (before it is processed).
+	// Tests use it to act while an order is in flight.
+	OnOrder func(login, clOrdID string)
+}
+
+// optionsReader is what a backing server may offer beyond broker.Controller: its current
+// server options, so a resend reaches a de-duplicating server instead of the front's
+// memory (broker/sim implements it).
+type optionsReader interface {
+	Options() broker.ServerOptions
+}
+
+// Front is a running FIX acceptor in front of one trade server.
+type Front struct {
+	b    broker.Broker
+	ctl  broker.Controller
+	opts Options
+	log  zerolog.Logger
+	acc  *quickfix.Acceptor
+	addr string
+
+	mu       sync.Mutex
+	sessions map[quickfix.SessionID]*fsession
+	accounts map[string]*accountMemo
+	logons   []LogonRecord
+
+	ids    atomic.Int64
+	closed atomic.Bool
+}
+
+// LogonRecord is one accepted logon, as the front saw it.
+type LogonRecord struct {
+	Login      string
+	MsgSeqNum  int  // of the Logon message
+	ResetSeqNo bool // ResetSeqNumFlag (141) was set
+}
+
+// Start listens on addr ("127.0.0.1:0" picks a free port) and serves b and ctl.
+func Start(addr string, b broker.Broker, ctl broker.Controller, opts Options) (*Front, error) {
+	if opts.CompID == "" {
+		opts.CompID = DefaultCompID
+	}
+	host, port, err := freeAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	f := &Front{b: b, ctl: ctl, opts: opts, log: opts.Log, sessions: map[quickfix.SessionID]*fsession{}, accounts: map[string]*accountMemo{}}
+	f.addr = net.JoinHostPort(host, strconv.Itoa(port))
+
+	settings := quickfix.NewSettings()
+	g := settings.GlobalSettings()
+	g.Set(config.SocketAcceptHost, host)
+	g.Set(config.SocketAcceptPort, strconv.Itoa(port))
+	g.Set(config.ResetOnLogon, "Y")
+	g.Set(config.ResetOnLogout, "Y")
+	g.Set(config.ResetOnDisconnect, "Y")
+	g.Set(config.DynamicSessions, "Y")
+	g.Set(config.DynamicQualifier, "Y")
+	g.Set(config.HeartBtInt, "30")
+	// The acceptor opens its listener only for configured sessions: one template session
+	// gives it the port; every real session is dynamic.
+	tmpl := quickfix.NewSessionSettings()
+	tmpl.Set(config.BeginString, fixwire.BeginString)
+	tmpl.Set(config.SenderCompID, opts.CompID)
+	tmpl.Set(config.TargetCompID, "__template__")
+	if _, err := settings.AddSession(tmpl); err != nil {
+		return nil, err
+	}
+	acc, err := quickfix.NewAcceptor(f, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory())
+	if err != nil {
+		return nil, fmt.Errorf("fixfront: %w", err)
+	}
+	if opts.TLS != nil {
+		acc.SetTLSConfig(opts.TLS)
+	}
+	if err := acc.Start(); err != nil {
+		return nil, fmt.Errorf("fixfront: listen %s: %w", f.addr, err)
+	}
+	f.acc = acc
+	return f, nil
+}
+
+// freeAddr resolves addr; port 0 is replaced by a free port (the acceptor opens its own
+// listener and does not report the port it got).
+func freeAddr(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("fixfront: address %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("fixfront: address %q: bad port", addr)
+	}
+	if port == 0 {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return "", 0, fmt.Errorf("fixfront: %w", err)
+		}
+		port = l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+	}
+	return host, port, nil
+}
+
+// Addr is the address the front listens on.
+func (f *Front) Addr() string { return f.addr }
+
+// Close logs every session out, closes their server sessions and stops listening.
+func (f *Front) Close() error {
+	if f.closed.Swap(true) {
+		return nil
+	}
+	f.acc.Stop()
+	f.mu.Lock()
+	ss := f.sessions
+	f.sessions = map[quickfix.SessionID]*fsession{}
+	f.mu.Unlock()
+	for _, s := range ss {
+		s.shutdown()
+	}
+	return nil
+}
+
+// Logons returns every accepted logon so far, oldest first.
+func (f *Front) Logons() []LogonRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]LogonRecord(nil), f.logons...)
+}
+
+// Drop ends every FIX session of login at once, without a reply to what is in flight: a
+// venue that lost its connection. It returns how many sessions were dropped.
+func (f *Front) Drop(login string) int {
+	n := 0
+	for _, s := range f.sessionsOf(login) {
+		n++
+		_ = quickfix.ResetSession(s.id)
+	}
+	return n
+}
+
+func (f *Front) sessionsOf(login string) []*fsession {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*fsession
+	for _, s := range f.sessions {
+		if s.login == login {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (f *Front) session(id quickfix.SessionID) *fsession {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sessions[id]
+}
+
+// memo returns the ClOrdID memory of an account.
+func (f *Front) memo(login string) *accountMemo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.accounts[login]
+	if m == nil {
+		m = &accountMemo{orders: map[string]*orderEntry{}}
+		f.accounts[login] = m
+	}
+	return m
+}
+
+// nextID returns a fresh id for reports.
+func (f *Front) nextID(prefix string) string {
+	return prefix + strconv.FormatInt(f.ids.Add(1), 10)
+}
+
+// dedups reports whether the backing server de-duplicates request ids itself.
+func (f *Front) dedups() bool {
+	if o, ok := f.ctl.(optionsReader); ok {
+		return o.Options().DedupRequests
+	}
+	return false
+}
+
+// OnCreate implements quickfix.Application.
+func (f *Front) OnCreate(quickfix.SessionID) {}
+
+// OnLogon implements quickfix.Application.
+func (f *Front) OnLogon(quickfix.SessionID) {}
+
+// OnLogout implements quickfix.Application: the server session and its feeds end.
+func (f *Front) OnLogout(id quickfix.SessionID) {
+	f.mu.Lock()
+	s := f.sessions[id]
+	delete(f.sessions, id)
+	f.mu.Unlock()
+	if s != nil {
+		s.shutdown()
+	}
+}
+
+// ToAdmin implements quickfix.Application.
+func (f *Front) ToAdmin(*quickfix.Message, quickfix.SessionID) {}
+
+// ToApp implements quickfix.Application.
+func (f *Front) ToApp(*quickfix.Message, quickfix.SessionID) error { return nil }
+
+// FromAdmin implements quickfix.Application: a Logon is checked here (version, comp id,
+// credentials) and opens the account's server session.
+func (f *Front) FromAdmin(msg *quickfix.Message, id quickfix.SessionID) quickfix.MessageRejectError {
+	if !msg.IsMsgTypeOf(fixwire.MsgLogon) {
+		return nil
+	}
+	if id.BeginString != fixwire.BeginString {
+		f.log.Warn().Str("begin_string", id.BeginString).Msg("fix logon refused: wrong BeginString")
+		return quickfix.RejectLogon{Text: "only " + fixwire.BeginString + " is supported"}
+	}
+	if id.SenderCompID != f.opts.CompID {
+		f.log.Warn().Str("target_comp_id", id.SenderCompID).Msg("fix logon refused: wrong TargetCompID")
+		return quickfix.RejectLogon{Text: "unknown TargetCompID " + id.SenderCompID + ", want " + f.opts.CompID}
+	}
+	user, _ := msg.Body.GetString(fixwire.TagUsername)
+	pass, _ := msg.Body.GetString(fixwire.TagPassword)
+	if user == "" {
+		return quickfix.RejectLogon{Text: "Username (553) is required"}
+	}
+	if f.closed.Load() {
+		return quickfix.RejectLogon{Text: "server shutting down"}
+	}
+	sess, err := f.b.Connect(context.Background(), broker.Credentials{Login: user, Password: pass, Server: f.opts.CompID})
+	if err != nil {
+		f.log.Warn().Str("login", user).Err(err).Msg("fix logon refused")
+		return quickfix.RejectLogon{Text: "logon refused: " + err.Error()}
+	}
+	seq, _ := msg.Header.GetInt(quickfix.Tag(34))
+	reset, _ := msg.Body.GetBool(quickfix.Tag(141))
+	s := &fsession{f: f, id: id, login: user, sess: sess, feeds: map[string]context.CancelFunc{}}
+	f.mu.Lock()
+	old := f.sessions[id]
+	f.sessions[id] = s
+	f.logons = append(f.logons, LogonRecord{Login: user, MsgSeqNum: seq, ResetSeqNo: reset})
+	f.mu.Unlock()
+	if old != nil {
+		old.shutdown()
+	}
+	return nil
+}
+
+// FromApp implements quickfix.Application. Every request runs on its own goroutine so a
+// slow order does not hold the session (heartbeats, other orders, feeds).
+func (f *Front) FromApp(msg *quickfix.Message, id quickfix.SessionID) quickfix.MessageRejectError {
+	s := f.session(id)
+	if s == nil {
+		return quickfix.NewBusinessMessageRejectError("not logged on", 0, nil)
+	}
+	mt, err := msg.MsgType()
+	if err != nil {
+		return err
+	}
+	m := quickfix.NewMessage()
+	msg.CopyInto(m)
+	switch mt {
+	case fixwire.MsgNewOrderSingle, fixwire.MsgOrderCancelReplace:
+		if f.opts.OnOrder != nil {
+			clOrdID, _ := m.Body.GetString(fixwire.TagClOrdID)
+			f.opts.OnOrder(s.login, clOrdID)
+		}
+		go func() {
+			s.inflight.RLock()
+			defer s.inflight.RUnlock()
+			s.order(mt, m)
+		}()
+	case fixwire.MsgSecurityListRequest:
+		go s.securityList(m)
+	case fixwire.MsgRequestForPositions:
+		go s.positions(m)
+	case fixwire.MsgCollateralInquiry:
+		go s.account(m)
+	default:
+		f.log.Warn().Str("login", s.login).Str("msg_type", mt).Msg("fix: unsupported message type")
+		return quickfix.UnsupportedMessageType()
+	}
+	return nil
+}
