@@ -10,6 +10,8 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/quickfixgo/enum v0.1.0
+	github.com/quickfixgo/field v0.1.0
+	github.com/quickfixgo/fix44 v0.1.0
 	github.com/quickfixgo/quickfix v0.9.7
 	github.com/quickfixgo/tag v0.1.0
 	github.com/rs/zerolog v1.35.1

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/quickfixgo/enum"
+	"github.com/quickfixgo/field"
+	"github.com/quickfixgo/fix44/newordersingle"
 	"github.com/quickfixgo/quickfix"
 
 	"github.com/snapcopier/copier/broker"
@@ -236,6 +239,14 @@ func setOrder(m *quickfix.Message, id string, o broker.Order) {
 	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(time.Now()))
 }
 
+// newOrderSingle starts a market NewOrderSingle (D) with the order's header fields.
+func newOrderSingle(id string, o broker.Order, side broker.Side) *quickfix.Message {
+	m := newordersingle.New(field.NewClOrdID(id), field.NewSide(enum.Side(fixwire.SideString(side))),
+		field.NewTransactTime(time.Now()), field.NewOrdType(enum.OrdType_MARKET)).ToMessage()
+	setOrder(m, id, o)
+	return m
+}
+
 // sendOrder sends an order (or resends the one first sent under its ClOrdID, with
 // PossResend) and waits for its final report.
 func (s *session) sendOrder(ctx context.Context, id string, m *quickfix.Message, contractSize float64) (broker.OrderResult, error) {
@@ -302,10 +313,8 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 	if err != nil {
 		return broker.OrderResult{}, err
 	}
-	m := newMsg(fixwire.MsgNewOrderSingle)
-	setOrder(m, id, req.Order)
+	m := newOrderSingle(id, req.Order, req.Side)
 	m.Body.SetString(fixwire.TagSymbol, symID)
-	m.Body.SetString(fixwire.TagSide, fixwire.SideString(req.Side))
 	m.Body.SetString(fixwire.TagOrderQty, fixwire.FormatFloat(fixwire.ToUnits(req.Volume, sp.ContractSize)))
 	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
 	m.Body.SetString(fixwire.TagTimeInForce, fixwire.TIFImmediate)
@@ -355,10 +364,8 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 	if vol == 0 {
 		vol = pos.Volume
 	}
-	m := newMsg(fixwire.MsgNewOrderSingle)
-	setOrder(m, id, req.Order)
+	m := newOrderSingle(id, req.Order, pos.Side.Opposite())
 	m.Body.SetString(fixwire.TagSymbol, symID)
-	m.Body.SetString(fixwire.TagSide, fixwire.SideString(pos.Side.Opposite()))
 	m.Body.SetString(fixwire.TagOrderQty, fixwire.FormatFloat(fixwire.ToUnits(vol, sp.ContractSize)))
 	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
 	m.Body.SetString(fixwire.TagTimeInForce, fixwire.TIFImmediate)

@@ -519,8 +519,8 @@ func (f logFactory) CreateSessionLog(quickfix.SessionID) (quickfix.Log, error) {
 
 type sessLog struct{ s *session }
 
-func (sessLog) OnIncoming([]byte) {}
-func (sessLog) OnOutgoing([]byte) {}
+func (sessLog) OnIncoming([]byte)  {}
+func (sessLog) OnOutgoing([]byte)  {}
 func (l sessLog) OnEvent(e string) { l.onEvent(e) }
 func (l sessLog) OnEventf(format string, args ...any) {
 	l.onEvent(fmt.Sprintf(format, args...))
@@ -538,7 +538,6 @@ func (l sessLog) onEvent(e string) {
 		l.s.event(sessEvent{kind: evDown, text: e})
 	}
 }
-
 
 // soh returns the value of tag in a raw FIX message embedded in s ("" when absent).
 func soh(s, tag string) string {
