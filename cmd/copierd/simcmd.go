@@ -10,6 +10,7 @@ import (
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/bridge"
 	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/broker/sim/fixfront"
 )
 
 // simSynopsis is the help text of the command.
@@ -17,7 +18,11 @@ const simSynopsis = `Serves a simulated MetaTrader-like trade server (broker/sim
 control API included (provisioning, master trades, order log, faults, options), until
 signalled. Nodes reach it with 'copierd run --broker bridge://HOST:PORT'; the demo and
 stress tools drive it through the same connection. Fault rates are probabilities per
-request in [0, 1]; a seeded random source decides, so a run repeats.`
+request in [0, 1]; a seeded random source decides, so a run repeats.
+
+With --fix ADDR the same server is also a FIX 4.4 acceptor (broker/sim/fixfront) with
+cTrader-style semantics: logon with the account's login (553) and password (554),
+TargetCompID --fix-comp-id. See broker/fix/FIX.md.`
 
 // runSim is the sim subcommand.
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -34,6 +39,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	latency := fs.Duration("latency", 0, "latency added to every session request")
 	enforce := fs.Bool("enforce-tokens", false, "reject orders whose fencing token is lower than the highest seen for the account")
 	dedup := fs.Bool("dedup", false, "answer a repeated request id with its first result instead of executing it again")
+	fixAddr := fs.String("fix", "", "also serve the simulator as a FIX 4.4 acceptor on this TCP address (empty: no FIX)")
+	fixCompID := fs.String("fix-comp-id", fixfront.DefaultCompID, "the FIX acceptor's SenderCompID (clients' TargetCompID)")
 	logFormat := fs.String("log-format", "json", "log format: json or console")
 	logLevel := fs.String("log-level", "info", "log level: trace, debug, info, warn or error")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
@@ -45,6 +52,11 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := checkListenAddr("listen", *listen); err != nil {
 		return usageErr(err)
+	}
+	if *fixAddr != "" {
+		if err := checkListenAddr("fix", *fixAddr); err != nil {
+			return usageErr(err)
+		}
 	}
 	for _, r := range []struct {
 		name string
@@ -74,6 +86,17 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "copierd sim: %s\n", oneLine(err))
 		return exitFailure
+	}
+	if *fixAddr != "" {
+		front, err := fixfront.Start(*fixAddr, srv, srv, fixfront.Options{CompID: *fixCompID, Log: log})
+		if err != nil {
+			_ = l.Close()
+			fmt.Fprintf(stderr, "copierd sim: %s\n", oneLine(err))
+			return exitFailure
+		}
+		defer front.Close()
+		fmt.Fprintf(stdout, "sim FIX acceptor on %s (TargetCompID %s)\n", front.Addr(), *fixCompID)
+		log.Info().Str("addr", front.Addr()).Str("comp_id", *fixCompID).Msg("FIX acceptor started")
 	}
 	bs := bridge.NewServer(srv, srv, bridge.ServerOptions{Token: *token, Logger: log})
 	served := make(chan error, 1)
