@@ -69,6 +69,7 @@ type accountActor struct {
 	follower reconcile.AccountState
 	fetched  bool                                         // follower state came from a reconcile
 	tickets  map[int64]map[int64]reconcile.TicketMapEntry // link → master ticket → entry
+	sent     requestIDs                                   // request ids of orders: see requestID
 
 	loading     bool
 	loadFails   int

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/google/uuid"
 
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/reconcile"
@@ -72,7 +71,9 @@ func (a *accountActor) execute(ctx actor.Context, l linkState, res reconcile.Res
 var errGateClosed = errors.New("lease gate closed")
 
 // send checks the gate immediately before every attempt, then sends the order with the
-// lease epoch and a fresh request id. Retryable errors are retried with growing pauses.
+// lease epoch and a request id derived from what the order is (requestID): the same
+// after an unknown outcome, new after any known one. Retryable errors are retried with
+// growing pauses.
 func (a *accountActor) send(act reconcile.Action) (broker.OrderResult, error) {
 	var err error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
@@ -90,9 +91,11 @@ func (a *accountActor) send(act reconcile.Action) (broker.OrderResult, error) {
 			a.e.log.Warn().Int64("account", a.id).Int64("epoch", a.epoch).Str("dropped", act.String()).Msg("lease not confirmed, order not sent")
 			return broker.OrderResult{}, errGateClosed
 		}
-		order := broker.Order{RequestID: uuid.New(), Token: a.epoch, Node: a.e.cfg.NodeID}
+		key := requestKey(a.id, a.epoch, act)
+		order := broker.Order{RequestID: a.sent.next(key), Token: a.epoch, Node: a.e.cfg.NodeID}
 		var res broker.OrderResult
 		res, err = a.call(act, order)
+		a.sent.settled(key, err)
 		if err == nil {
 			a.e.metrics.OrdersOK.Add(1)
 			return res, nil

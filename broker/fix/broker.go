@@ -46,8 +46,9 @@ type Config struct {
 	TLS                   bool
 	TLSServerName         string
 	TLSInsecureSkipVerify bool
-	// TargetCompID, TargetSubID and SenderSubID go in every header. SenderCompID defaults
-	// to the account's login (cTrader: "<environment>.<broker>.<login>").
+	// TargetCompID, TargetSubID and SenderSubID go in every header. SenderCompID, when
+	// empty, is per account: its Credentials.Server when set (cTrader issues
+	// "<environment>.<broker>.<login>"), else its login.
 	SenderCompID string
 	SenderSubID  string
 	TargetCompID string

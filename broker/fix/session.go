@@ -60,7 +60,7 @@ func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 	host, port, _ := net.SplitHostPort(cfg.Addr)
 	sender := cfg.SenderCompID
 	if sender == "" {
-		sender = creds.Login
+		sender = senderCompID(creds)
 	}
 	set := quickfix.NewSettings()
 	ss := quickfix.NewSessionSettings()
@@ -547,4 +547,13 @@ func soh(s, tag string) string {
 	}
 	v, _, _ = strings.Cut(v, "\x01")
 	return v
+}
+
+// senderCompID is an account's SenderCompID: its server field when set (cTrader issues
+// "<environment>.<broker>.<login>"), else its login.
+func senderCompID(c broker.Credentials) string {
+	if c.Server != "" {
+		return c.Server
+	}
+	return c.Login
 }

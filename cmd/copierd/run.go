@@ -20,6 +20,7 @@ import (
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/bridge"
+	"github.com/snapcopier/copier/broker/fix"
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/store"
@@ -34,8 +35,12 @@ Any number of nodes may run with the same flags; a crashed node's accounts move 
 others within one lease.
 
 --broker is "sim" (an in-process simulated trade server that provisions unknown accounts,
-for trying things out) or "bridge://HOST:PORT" (a bridge server, e.g. 'copierd sim'; its
-token comes from --bridge-token).
+for trying things out), "bridge://HOST:PORT" (a bridge server, e.g. 'copierd sim'; its
+token comes from --bridge-token) or "fix://HOST:PORT" / "fix+tls://HOST:PORT" (a FIX 4.4
+venue, e.g. a cTrader broker's TRADE endpoint or 'copierd sim --fix'; each account logs on
+with its login and password, SenderCompID = the account's server field or its login;
+?target-comp-id=, ?target-sub-id= and ?sender-sub-id= set the other header ids; see
+broker/fix/FIX.md).
 
 Configuration errors are reported before anything is touched (exit 2). A database or
 bridge that cannot be reached at start is retried with backoff until it can, or until
@@ -59,7 +64,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f runFlags
 	fs.StringVar(&f.dbURL, "database-url", "", "PostgreSQL URL, postgres://user:password@host:port/dbname (required)")
 	fs.StringVar(&f.platform, "platform", "", "platform of the followers this node claims, e.g. mt5 or sim (required)")
-	fs.StringVar(&f.broker, "broker", "", `trade server: "sim" (in-process simulator) or "bridge://HOST:PORT" (required)`)
+	fs.StringVar(&f.broker, "broker", "", `trade server: "sim" (in-process simulator), "bridge://HOST:PORT" or "fix://HOST:PORT" / "fix+tls://HOST:PORT" (required)`)
 	fs.StringVar(&f.bridgeToken, "bridge-token", "", "shared secret of the bridge server (never logged)")
 	fs.StringVar(&f.nodeID, "node-id", "", "this node's name in trading_accounts.node_id (default <platform>-<hostname>)")
 	fs.IntVar(&f.capacity, "capacity", 1000, "most follower accounts this node holds (0 claims none)")
@@ -212,6 +217,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer c.Close()
 		b = c
+	case brokerFIX:
+		fb, err := fix.New(bk.fixConfig(log))
+		if err != nil {
+			return usageErr(err)
+		}
+		b = fb
 	}
 
 	node, err := actors.Start(ctx, cfg, actors.Deps{Pool: pool, Broker: b, Logger: log, Credentials: cenv.credentials()})
@@ -247,45 +258,84 @@ type brokerKind int8
 const (
 	brokerSim    brokerKind = iota + 1 // in-process simulator
 	brokerBridge                       // a bridge server over TCP
+	brokerFIX                          // a FIX 4.4 venue
 )
 
 // brokerSpec is a parsed --broker value.
 type brokerSpec struct {
 	kind brokerKind
-	addr string // HOST:PORT for bridge
+	addr string // HOST:PORT for bridge and FIX
+	tls  bool   // fix+tls
+	// FIX header ids from the query (empty: broker/fix's defaults).
+	targetCompID, targetSubID, senderSubID string
 }
 
 // String describes the broker for logs (it never holds a secret).
 func (b brokerSpec) String() string {
-	if b.kind == brokerSim {
+	switch b.kind {
+	case brokerSim:
 		return "sim"
+	case brokerFIX:
+		if b.tls {
+			return "fix+tls://" + b.addr
+		}
+		return "fix://" + b.addr
 	}
 	return "bridge://" + b.addr
+}
+
+// fixConfig is the FIX broker configuration of a fix:// spec.
+func (b brokerSpec) fixConfig(log zerolog.Logger) fix.Config {
+	return fix.Config{Addr: b.addr, TLS: b.tls, TargetCompID: b.targetCompID, TargetSubID: b.targetSubID,
+		SenderSubID: b.senderSubID, Log: log}
 }
 
 // parseBrokerSpec parses --broker: "sim" or "bridge://HOST:PORT".
 func parseBrokerSpec(s string) (brokerSpec, error) {
 	if s == "" {
-		return brokerSpec{}, errors.New(`--broker (or COPIER_BROKER) is required: "sim" or "bridge://HOST:PORT"`)
+		return brokerSpec{}, errors.New(`--broker (or COPIER_BROKER) is required: "sim", "bridge://HOST:PORT" or "fix://HOST:PORT"`)
 	}
 	if s == "sim" {
 		return brokerSpec{kind: brokerSim}, nil
 	}
 	bad := func(why string) error {
-		return fmt.Errorf(`--broker %q: %s (want "sim" or "bridge://HOST:PORT")`, redactURL(s), why)
+		return fmt.Errorf(`--broker %q: %s (want "sim", "bridge://HOST:PORT" or "fix://HOST:PORT")`, redactURL(s), why)
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" {
 		return brokerSpec{}, bad("not a broker address")
 	}
-	if u.Scheme != "bridge" {
+	spec := brokerSpec{kind: brokerBridge}
+	switch u.Scheme {
+	case "bridge":
+	case "fix", "fix+tls":
+		spec.kind, spec.tls = brokerFIX, u.Scheme == "fix+tls"
+	default:
 		return brokerSpec{}, bad("unknown scheme " + strconv.Quote(u.Scheme))
 	}
 	if u.User != nil {
-		return brokerSpec{}, bad("do not put credentials in the address; use --bridge-token or COPIER_BRIDGE_TOKEN")
+		return brokerSpec{}, bad("do not put credentials in the address; use --bridge-token or COPIER_BRIDGE_TOKEN (FIX: the account's password)")
 	}
-	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+	if (u.Path != "" && u.Path != "/") || u.Fragment != "" || u.Opaque != "" || (u.RawQuery != "" && spec.kind != brokerFIX) {
 		return brokerSpec{}, bad("unexpected path or query")
+	}
+	if spec.kind == brokerFIX {
+		q, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			return brokerSpec{}, bad("bad query")
+		}
+		for k, v := range q {
+			switch k {
+			case "target-comp-id":
+				spec.targetCompID = v[0]
+			case "target-sub-id":
+				spec.targetSubID = v[0]
+			case "sender-sub-id":
+				spec.senderSubID = v[0]
+			default:
+				return brokerSpec{}, bad("unknown parameter " + strconv.Quote(k) + " (want target-comp-id, target-sub-id or sender-sub-id)")
+			}
+		}
 	}
 	host, port, err := net.SplitHostPort(u.Host)
 	if err != nil || host == "" {
@@ -294,7 +344,8 @@ func parseBrokerSpec(s string) (brokerSpec, error) {
 	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
 		return brokerSpec{}, bad("port must be a number from 1 to 65535")
 	}
-	return brokerSpec{kind: brokerBridge, addr: u.Host}, nil
+	spec.addr = u.Host
+	return spec, nil
 }
 
 // redactURL hides the user information of a URL-like string.

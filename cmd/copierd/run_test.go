@@ -60,7 +60,11 @@ func noLeaks(t *testing.T) {
 		http.DefaultClient.CloseIdleConnections()
 		// protoactor's dead-letter log throttle keeps a goroutine for one second after the
 		// last dead letter (messages to actors that stopped during shutdown).
-		goleak.VerifyNone(t, before, goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
+		// quickfixgo v0.9.7 leaves the logon- and logout-timeout timers of a stopped FIX
+		// session blocked for good (see broker/fix/FIX.md); FIX tests may start them.
+		goleak.VerifyNone(t, before, goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+			goleak.IgnoreAnyFunction("github.com/quickfixgo/quickfix.(*stateMachine).Connect.func1"),
+			goleak.IgnoreAnyFunction("github.com/quickfixgo/quickfix.(*session).initiateLogoutInReplyTo.func1"))
 	})
 }
 
@@ -175,6 +179,9 @@ func TestRunBadConfigExitsTwoWithOneLine(t *testing.T) {
 		{"bridge without host", base("--broker", "bridge://:7400"), nil, "HOST:PORT is required"},
 		{"bridge with bad port", base("--broker", "bridge://h:99999"), nil, "port must be a number"},
 		{"bridge with credentials", base("--broker", "bridge://u:secret@h:1"), nil, "--bridge-token"},
+		{"fix without port", base("--broker", "fix://host"), nil, "HOST:PORT is required"},
+		{"fix with unknown parameter", base("--broker", "fix+tls://h:1?sender=x"), nil, `unknown parameter "sender"`},
+		{"bridge with a query", base("--broker", "bridge://h:1?target-comp-id=x"), nil, "unexpected path or query"},
 		{"fence equals lease", base("--lease", "10s", "--fence", "10s"), nil, "fence (10s) must be shorter than lease (10s)"},
 		{"fence above lease", base("--lease", "10s", "--fence", "20s"), nil, "must be shorter than lease"},
 		{"interval too long", base("--lease", "60s", "--fence", "15s", "--interval", "50s"), nil, "interval (50s) must be shorter than lease − fence (45s)"},

@@ -10,6 +10,8 @@ import (
 
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/fix"
+	"github.com/snapcopier/copier/store"
+	"github.com/snapcopier/copier/store/storetest"
 )
 
 // TestSimServesFIX: 'copierd sim --fix' serves the simulator as a FIX acceptor beside the
@@ -53,5 +55,52 @@ func TestSimServesFIX(t *testing.T) {
 	code, _, errs := runCLI(t, nil, "sim", "--fix", "nope")
 	if code != exitUsage || !strings.Contains(errs, `--fix "nope"`) {
 		t.Fatalf("bad --fix: exit %d stderr %q", code, errs)
+	}
+}
+
+// TestRunOverFIXToSim: a node copies through 'copierd sim --fix' over FIX.
+func TestRunOverFIXToSim(t *testing.T) {
+	db := storetest.NewDB(t)
+	ctx := context.Background()
+	if err := store.CreateAccount(ctx, db.Pool, store.Account{ID: 701, Platform: "sim", Role: store.RoleFollower, Enabled: true, Login: "f701"}); err != nil {
+		t.Fatal(err)
+	}
+	simCLI := startCLI(t, "sim", "--listen", "127.0.0.1:0", "--fix", "127.0.0.1:0", "--log-level", "error")
+	var addr string
+	eventually(t, "FIX acceptor", 20*time.Second, func() string {
+		if _, after, ok := strings.Cut(simCLI.stdout.String(), "sim FIX acceptor on "); ok {
+			addr, _, _ = strings.Cut(after, " ")
+			return ""
+		}
+		return "no 'sim FIX acceptor' line"
+	})
+	node := startCLI(t, "run", "--database-url", db.URL, "--platform", "sim", "--broker", "fix://"+addr+"?target-sub-id=TRADE",
+		"--node-id", "fixed", "--lease", "3s", "--fence", "1s", "--interval", "300ms", "--http", "127.0.0.1:0")
+	var httpAddr string
+	eventually(t, "http listening", 20*time.Second, func() string {
+		var ok bool
+		if httpAddr, ok = logField(node.stderr.String(), "http listening", "addr"); !ok {
+			return "no 'http listening' line"
+		}
+		return ""
+	})
+	eventually(t, "account copying over FIX", 30*time.Second, func() string {
+		if code, done := node.exited(); done {
+			t.Fatalf("node exited with %d: %s", code, node.stderr.String())
+		}
+		_, body, err := httpGet("http://" + httpAddr + "/metrics")
+		if err != nil {
+			return err.Error()
+		}
+		if !strings.Contains(body, `copier_accounts{node="fixed",phase="copying"} 1`) {
+			return "account not copying yet"
+		}
+		return ""
+	})
+	if code := node.stop(t, 30*time.Second); code != exitOK {
+		t.Fatalf("node exit %d: %s", code, node.stderr.String())
+	}
+	if code := simCLI.stop(t, 10*time.Second); code != exitOK {
+		t.Fatalf("sim exit %d: %s", code, simCLI.stderr.String())
 	}
 }

@@ -57,6 +57,7 @@ type Front struct {
 	addr string
 
 	mu       sync.Mutex
+	conns    map[string]net.Conn // by remote address, to drop a session
 	sessions map[quickfix.SessionID]*fsession
 	accounts map[string]*accountMemo
 	logons   []LogonRecord
@@ -81,7 +82,7 @@ func Start(addr string, b broker.Broker, ctl broker.Controller, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{b: b, ctl: ctl, opts: opts, log: opts.Log, sessions: map[quickfix.SessionID]*fsession{}, accounts: map[string]*accountMemo{}}
+	f := &Front{b: b, ctl: ctl, opts: opts, log: opts.Log, sessions: map[quickfix.SessionID]*fsession{}, conns: map[string]net.Conn{}, accounts: map[string]*accountMemo{}}
 	f.addr = net.JoinHostPort(host, strconv.Itoa(port))
 
 	settings := quickfix.NewSettings()
@@ -94,8 +95,13 @@ func Start(addr string, b broker.Broker, ctl broker.Controller, opts Options) (*
 	g.Set(config.DynamicSessions, "Y")
 	g.Set(config.DynamicQualifier, "Y")
 	g.Set(config.HeartBtInt, "30")
-	// The acceptor opens its listener only for configured sessions: one template session
-	// gives it the port; every real session is dynamic.
+	acc, err := quickfix.NewAcceptor(f, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory())
+	if err != nil {
+		return nil, fmt.Errorf("fixfront: %w", err)
+	}
+	// The acceptor opens its listener only for configured sessions: a template session,
+	// added after the acceptor was made so it never runs (a running static session races
+	// with Stop in quickfixgo v0.9.7), gives it the port; every real session is dynamic.
 	tmpl := quickfix.NewSessionSettings()
 	tmpl.Set(config.BeginString, fixwire.BeginString)
 	tmpl.Set(config.SenderCompID, opts.CompID)
@@ -103,13 +109,10 @@ func Start(addr string, b broker.Broker, ctl broker.Controller, opts Options) (*
 	if _, err := settings.AddSession(tmpl); err != nil {
 		return nil, err
 	}
-	acc, err := quickfix.NewAcceptor(f, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory())
-	if err != nil {
-		return nil, fmt.Errorf("fixfront: %w", err)
-	}
 	if opts.TLS != nil {
 		acc.SetTLSConfig(opts.TLS)
 	}
+	acc.SetConnectionValidator(connTracker{f})
 	if err := acc.Start(); err != nil {
 		return nil, fmt.Errorf("fixfront: listen %s: %w", f.addr, err)
 	}
@@ -165,15 +168,44 @@ func (f *Front) Logons() []LogonRecord {
 	return append([]LogonRecord(nil), f.logons...)
 }
 
-// Drop ends every FIX session of login at once, without a reply to what is in flight: a
-// venue that lost its connection. It returns how many sessions were dropped.
+// Drop cuts the connection of every FIX session of login, without a reply to what is in
+// flight: a venue that lost its connection. It returns how many were cut.
 func (f *Front) Drop(login string) int {
 	n := 0
 	for _, s := range f.sessionsOf(login) {
-		n++
-		_ = quickfix.ResetSession(s.id)
+		if c := f.conn(s.id, false); c != nil {
+			n++
+			_ = c.Close()
+		}
 	}
 	return n
+}
+
+// connTracker remembers every connection that reached logon, by remote address.
+type connTracker struct{ f *Front }
+
+// Validate implements quickfix.ConnectionValidator; it accepts every connection (the
+// logon is checked in FromAdmin).
+func (t connTracker) Validate(c net.Conn, _ quickfix.SessionID) error {
+	t.f.mu.Lock()
+	defer t.f.mu.Unlock()
+	t.f.conns[c.RemoteAddr().String()] = c
+	return nil
+}
+
+// conn returns (and, with forget, forgets) the connection of a session.
+func (f *Front) conn(id quickfix.SessionID, forget bool) net.Conn {
+	addr, ok := f.acc.RemoteAddr(id)
+	if !ok {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.conns[addr.String()]
+	if forget {
+		delete(f.conns, addr.String())
+	}
+	return c
 }
 
 func (f *Front) sessionsOf(login string) []*fsession {
@@ -227,6 +259,7 @@ func (f *Front) OnLogon(quickfix.SessionID) {}
 
 // OnLogout implements quickfix.Application: the server session and its feeds end.
 func (f *Front) OnLogout(id quickfix.SessionID) {
+	f.conn(id, true)
 	f.mu.Lock()
 	s := f.sessions[id]
 	delete(f.sessions, id)
@@ -248,6 +281,15 @@ func (f *Front) FromAdmin(msg *quickfix.Message, id quickfix.SessionID) quickfix
 	if !msg.IsMsgTypeOf(fixwire.MsgLogon) {
 		return nil
 	}
+	rej := f.logon(msg, id)
+	if rej != nil {
+		f.conn(id, true)
+	}
+	return rej
+}
+
+// logon checks a Logon and opens the account's server session.
+func (f *Front) logon(msg *quickfix.Message, id quickfix.SessionID) quickfix.MessageRejectError {
 	if id.BeginString != fixwire.BeginString {
 		f.log.Warn().Str("begin_string", id.BeginString).Msg("fix logon refused: wrong BeginString")
 		return quickfix.RejectLogon{Text: "only " + fixwire.BeginString + " is supported"}
