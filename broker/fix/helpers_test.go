@@ -23,7 +23,12 @@ type envOptions struct {
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	s := sim.New(sim.Config{Seed: 1, AutoProvision: true})
+	return newEnvFor(t, sim.New(sim.Config{Seed: 1, AutoProvision: true}), o)
+}
+
+// newEnvFor puts a FIX front in front of s.
+func newEnvFor(t testing.TB, s *sim.Server, o envOptions) *env {
+	t.Helper()
 	f, err := fixfront.Start("127.0.0.1:0", s, s, o.front)
 	if err != nil {
 		t.Fatalf("start front: %v", err)

@@ -19,8 +19,10 @@ import (
 
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/fix"
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/broker/sim/activity"
+	"github.com/snapcopier/copier/broker/sim/fixfront"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
@@ -52,6 +54,7 @@ type demoFlags struct {
 	rate                       float64
 	seed                       uint64
 	logFormat, logLevel        string
+	broker                     string // "sim" or "fix"
 }
 
 // runDemo is the demo subcommand.
@@ -74,6 +77,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the trading generator and the simulator")
 	fs.StringVar(&f.logFormat, "log-format", "console", "log format: json or console")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level: trace, debug, info, warn or error")
+	fs.StringVar(&f.broker, "broker", "sim", `how the nodes reach the simulator: "sim" (in-process) or "fix" (FIX 4.4 over loopback, through the simulator's FIX front)`)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -96,6 +100,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageErr(errors.New("--progress must be positive"))
 	case !(f.rate > 0 && f.rate <= 1000):
 		return usageErr(fmt.Errorf("--rate %v: want more than 0 and at most 1000 events per second", f.rate))
+	case f.broker != "sim" && f.broker != "fix":
+		return usageErr(fmt.Errorf(`--broker %q: want "sim" or "fix"`, f.broker))
 	}
 	timing := leasekeeper.Config{Lease: f.lease, Fence: f.fence, Interval: f.interval}
 	if err := timing.Validate(); err != nil {
@@ -146,6 +152,7 @@ type demo struct {
 	log    zerolog.Logger
 
 	sim       *sim.Server
+	fixAddr   string // the simulator's FIX front, with --broker fix
 	pool      *pgxpool.Pool
 	masters   []demoMaster
 	followers []demoFollower
@@ -230,6 +237,15 @@ func (d *demo) run(ctx context.Context) (code int) {
 		return fail(err)
 	}
 	d.sim = sim.New(sim.Config{Seed: int64(d.f.seed), AutoProvision: true})
+	if d.f.broker == "fix" {
+		front, err := fixfront.Start("127.0.0.1:0", d.sim, d.sim, fixfront.Options{Log: d.log})
+		if err != nil {
+			return fail(err)
+		}
+		defer front.Close()
+		d.fixAddr = front.Addr()
+		d.printf("the nodes trade over FIX 4.4 through the simulator's FIX front on %s", d.fixAddr)
+	}
 	if err := d.createAccounts(ctx); err != nil {
 		if ctx.Err() != nil {
 			return interrupted("creating the accounts")
@@ -455,8 +471,16 @@ func (d *demo) startNodes(ctx context.Context) (stop func()) {
 			return stop
 		}
 		pools = append(pools, pool)
+		var bk broker.Broker = d.sim
+		if d.fixAddr != "" {
+			// One FIX broker per node, as separate processes would have.
+			if bk, err = fix.New(fix.Config{Addr: d.fixAddr, Log: d.log}); err != nil {
+				d.log.Error().Err(err).Str("node", id).Msg("fix broker")
+				return stop
+			}
+		}
 		n, err := actors.Start(ctx, actors.Config{NodeID: id, Platform: "sim", Capacity: d.f.capacity, Lease: d.timing},
-			actors.Deps{Pool: pool, Broker: d.sim, Logger: d.log, Credentials: d.console.credentials()})
+			actors.Deps{Pool: pool, Broker: bk, Logger: d.log, Credentials: d.console.credentials()})
 		if err != nil {
 			d.log.Error().Err(err).Str("node", id).Msg("start node")
 			return stop
