@@ -46,9 +46,9 @@ type Config struct {
 	TLS                   bool
 	TLSServerName         string
 	TLSInsecureSkipVerify bool
-	// TargetCompID, TargetSubID and SenderSubID go in every header. SenderCompID, when
-	// empty, is per account: its Credentials.Server when set (cTrader issues
-	// "<environment>.<broker>.<login>"), else its login.
+	// SenderCompID, SenderSubID, TargetCompID and TargetSubID go in every header. An
+	// account's server field (Credentials.Server) may name its own (see accountIDs):
+	// "SENDER[/SENDERSUB][@TARGET[/TARGETSUB]]"; SenderCompID defaults to the login.
 	SenderCompID string
 	SenderSubID  string
 	TargetCompID string

@@ -58,20 +58,20 @@ var _ broker.Session = (*session)(nil)
 func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 	cfg := b.cfg
 	host, port, _ := net.SplitHostPort(cfg.Addr)
-	sender := cfg.SenderCompID
-	if sender == "" {
-		sender = senderCompID(creds)
+	ids, err := accountIDs(creds, cfg)
+	if err != nil {
+		return nil, err
 	}
 	set := quickfix.NewSettings()
 	ss := quickfix.NewSessionSettings()
 	ss.Set(config.BeginString, fixwire.BeginString)
-	ss.Set(config.SenderCompID, sender)
-	ss.Set(config.TargetCompID, cfg.TargetCompID)
-	if cfg.SenderSubID != "" {
-		ss.Set(config.SenderSubID, cfg.SenderSubID)
+	ss.Set(config.SenderCompID, ids.SenderCompID)
+	ss.Set(config.TargetCompID, ids.TargetCompID)
+	if ids.SenderSubID != "" {
+		ss.Set(config.SenderSubID, ids.SenderSubID)
 	}
-	if cfg.TargetSubID != "" {
-		ss.Set(config.TargetSubID, cfg.TargetSubID)
+	if ids.TargetSubID != "" {
+		ss.Set(config.TargetSubID, ids.TargetSubID)
 	}
 	// The qualifier keeps sessions of one process apart (quickfixgo registers sessions
 	// process-wide); it never goes on the wire.
@@ -549,11 +549,45 @@ func soh(s, tag string) string {
 	return v
 }
 
-// senderCompID is an account's SenderCompID: its server field when set (cTrader issues
-// "<environment>.<broker>.<login>"), else its login.
-func senderCompID(c broker.Credentials) string {
-	if c.Server != "" {
-		return c.Server
+// Header ids are the session ids of an account's FIX header.
+type headerIDs struct {
+	SenderCompID, SenderSubID, TargetCompID, TargetSubID string
+}
+
+// accountIDs reads the header ids an account's server field names, so each account can
+// carry its own (the console and the API edit the server field):
+//
+//	""                                   SenderCompID = login
+//	"SENDER"                             cTrader's "<environment>.<broker>.<login>"
+//	"SENDER/SENDERSUB@TARGET/TARGETSUB"  any part may be left out: "SENDER@TARGET", "@TARGET/TRADE"
+//
+// Parts the field leaves out come from the Config.
+func accountIDs(c broker.Credentials, cfg Config) (headerIDs, error) {
+	ids := headerIDs{SenderCompID: cfg.SenderCompID, SenderSubID: cfg.SenderSubID, TargetCompID: cfg.TargetCompID, TargetSubID: cfg.TargetSubID}
+	sender, target, hasTarget := strings.Cut(c.Server, "@")
+	if strings.ContainsAny(c.Server, " \t\x01=") || strings.Count(c.Server, "@") > 1 {
+		return ids, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
+			"fix: account server field %q: want SENDER[/SENDERSUB][@TARGET[/TARGETSUB]]", c.Server)
 	}
-	return c.Login
+	split := func(s string) (string, string) { a, b, _ := strings.Cut(s, "/"); return a, b }
+	comp, sub := split(sender)
+	if comp != "" {
+		ids.SenderCompID = comp
+	}
+	if sub != "" {
+		ids.SenderSubID = sub
+	}
+	if hasTarget {
+		comp, sub = split(target)
+		if comp != "" {
+			ids.TargetCompID = comp
+		}
+		if sub != "" {
+			ids.TargetSubID = sub
+		}
+	}
+	if ids.SenderCompID == "" {
+		ids.SenderCompID = c.Login
+	}
+	return ids, nil
 }
