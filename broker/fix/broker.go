@@ -58,6 +58,11 @@ type Config struct {
 	// ReplyTimeout bounds the wait for a reply when the caller's context does not; an
 	// order that gets none has an unknown outcome.
 	ReplyTimeout time.Duration
+	// StatusTimeout: after an order got no reply within ReplyTimeout, the broker asks the
+	// venue for the order's status (OrderStatusRequest) and waits this long for it
+	// (default ReplyTimeout); a fill or a final reject turns the unknown outcome into a
+	// known one. Negative: do not ask.
+	StatusTimeout time.Duration
 	// LogonTimeout bounds each connection attempt up to the Logon reply.
 	LogonTimeout time.Duration
 	// ReconnectMin and ReconnectMax bound the exponential backoff between attempts.
@@ -81,6 +86,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ReplyTimeout <= 0 {
 		c.ReplyTimeout = DefaultReplyTimeout
+	}
+	if c.StatusTimeout == 0 {
+		c.StatusTimeout = c.ReplyTimeout
 	}
 	if c.LogonTimeout <= 0 {
 		c.LogonTimeout = DefaultLogonTimeout

@@ -2,6 +2,7 @@ package fix
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strconv"
 	"sync"
@@ -263,13 +264,41 @@ func (s *session) sendOrder(ctx context.Context, id string, m *quickfix.Message,
 		memo.remember(id, keep)
 	}
 	var res broker.OrderResult
-	err := s.request(ctx, id, m, true, func(r *quickfix.Message) (bool, error) {
+	err := s.request(ctx, id, m, true, orderReply(&res, contractSize))
+	if errors.Is(err, errNoReply) && s.b.cfg.StatusTimeout > 0 && ctx.Err() == nil {
+		// Ask before giving up: a venue that knows the order's fate turns the unknown
+		// outcome into a known one.
+		h := newMsg(fixwire.MsgOrderStatusRequest)
+		h.Body.SetString(fixwire.TagClOrdID, id)
+		h.Body.SetString(fixwire.TagOrderID, "NONE")
+		for _, t := range []quickfix.Tag{fixwire.TagSymbol, fixwire.TagSide} {
+			if v := str(m, t); v != "" {
+				h.Body.SetString(t, v)
+			}
+		}
+		var st broker.OrderResult
+		serr := s.request(context.WithValue(ctx, replyTimeoutKey{}, s.b.cfg.StatusTimeout), id, h, true, orderReply(&st, contractSize))
+		if serr == nil || !errors.Is(serr, broker.ErrUnknownOutcome) {
+			return st, serr
+		}
+	}
+	return res, err
+}
+
+// orderReply handles the reports of one order: a fill (or, for a status request, the
+// order's status) ends it with a result, a reject with its classified error, a status
+// saying the venue does not know the order leaves the outcome unknown.
+func orderReply(res *broker.OrderResult, contractSize float64) func(*quickfix.Message) (bool, error) {
+	return func(r *quickfix.Message) (bool, error) {
 		mt, _ := r.MsgType()
 		if mt == fixwire.MsgOrderCancelReject {
 			return true, replyError(r)
 		}
 		status := str(r, fixwire.TagOrdStatus)
 		switch {
+		case str(r, fixwire.TagExecType) == fixwire.ExecOrderStatus && status == fixwire.StatusRejected &&
+			str(r, fixwire.TagOrdRejReason) == fixwire.RejUnknownOrder:
+			return true, broker.NewError(broker.ErrUnknownOutcome, broker.CodeTimeout, "fix: the venue does not know the order (yet): %s", str(r, fixwire.TagText))
 		case status == fixwire.StatusRejected || str(r, fixwire.TagExecType) == fixwire.ExecRejected:
 			return true, replyError(r)
 		case status == fixwire.StatusFilled || status == fixwire.StatusReplaced:
@@ -288,8 +317,7 @@ func (s *session) sendOrder(ctx context.Context, id string, m *quickfix.Message,
 			return true, nil
 		}
 		return false, nil // new, pending: wait for the fill or the reject
-	})
-	return res, err
+	}
 }
 
 // Open implements broker.Session: NewOrderSingle (D, market) answered by an

@@ -80,7 +80,8 @@ func order() broker.Order {
 // id it carries the same ClOrdID with PossResend, and the venue reports its status
 // instead of trading twice.
 func TestResendWithPossResend(t *testing.T) {
-	e := newEnv(t, envOptions{client: fix.Config{ReplyTimeout: 300 * time.Millisecond}})
+	// No status request after the lost reply: the outcome stays unknown.
+	e := newEnv(t, envOptions{client: fix.Config{ReplyTimeout: 300 * time.Millisecond, StatusTimeout: -1}})
 	s := connect(t, e, "resend")
 	sym := firstSymbol(t, s)
 	ctx := t.Context()
@@ -109,6 +110,38 @@ func TestResendWithPossResend(t *testing.T) {
 	}
 	// The same ClOrdID without PossResend is a duplicate the venue refuses; the broker
 	// never sends that, a raw client can (TestFrontBadInput).
+}
+
+// An order whose reply is lost is followed by an OrderStatusRequest: the venue knows
+// whether it executed, so the caller gets the fill or a final "not executed" instead of
+// an unknown outcome.
+func TestStatusRequestAfterLostReply(t *testing.T) {
+	e := newEnv(t, envOptions{client: fix.Config{ReplyTimeout: 300 * time.Millisecond}})
+	s := connect(t, e, "status")
+	sym := firstSymbol(t, s)
+	ctx := t.Context()
+	if err := e.sim.SetFaults(ctx, "status", broker.Faults{TimeoutRate: 1}); err != nil {
+		t.Fatal(err)
+	}
+	filled, lost := 0, 0
+	for range 8 { // the simulator loses the request or the reply, seeded: both happen
+		_, err := s.Open(ctx, broker.OpenRequest{Order: order(), Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot})
+		switch broker.ClassOf(err) {
+		case nil:
+			filled++
+		case broker.ErrDisconnected:
+			lost++
+		default:
+			t.Fatalf("open with a lost reply: %v, want a fill or a final not-executed", err)
+		}
+	}
+	ps, err := e.sim.AccountPositions(ctx, "status")
+	if err != nil || len(ps) != filled {
+		t.Fatalf("%d fills reported, positions %+v (%v)", filled, ps, err)
+	}
+	if filled == 0 || lost == 0 {
+		t.Logf("only one branch was drawn: %d filled, %d lost", filled, lost)
+	}
 }
 
 // A refused logon is permanent, with the venue's reason; the node keeps connecting others.

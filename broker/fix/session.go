@@ -2,6 +2,7 @@ package fix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -369,7 +370,11 @@ func (s *session) request(ctx context.Context, id string, m *quickfix.Message, o
 	if err := quickfix.SendToTarget(m, s.id); err != nil {
 		return fmt.Errorf("%w: %w", broker.NewError(broker.ErrDisconnected, broker.CodeNoConnection, "fix: send failed"), err)
 	}
-	timer := time.NewTimer(s.b.cfg.ReplyTimeout)
+	timeout := s.b.cfg.ReplyTimeout
+	if d, ok := ctx.Value(replyTimeoutKey{}).(time.Duration); ok {
+		timeout = d
+	}
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	lost := func(why string) error {
 		if order {
@@ -395,10 +400,16 @@ func (s *session) request(ctx context.Context, id string, m *quickfix.Message, o
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %w", lost("context ended"), ctx.Err())
 		case <-timer.C:
-			return lost("no reply within " + s.b.cfg.ReplyTimeout.String())
+			return fmt.Errorf("%w: %w", lost("no reply within "+timeout.String()), errNoReply)
 		}
 	}
 }
+
+// errNoReply marks a request that got no reply in time (the session still up).
+var errNoReply = errors.New("no reply")
+
+// replyTimeoutKey overrides Config.ReplyTimeout for one request (a context value).
+type replyTimeoutKey struct{}
 
 // deliver hands a reply to the request registered under id; false when there is none.
 func (s *session) deliver(id string, m *quickfix.Message) bool {

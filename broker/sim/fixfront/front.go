@@ -349,6 +349,8 @@ func (f *Front) FromApp(msg *quickfix.Message, id quickfix.SessionID) quickfix.M
 			defer s.inflight.RUnlock()
 			s.order(mt, m)
 		}()
+	case fixwire.MsgOrderStatusRequest:
+		go s.orderStatus(m)
 	case fixwire.MsgSecurityListRequest:
 		go s.securityList(m)
 	case fixwire.MsgRequestForPositions:

@@ -77,12 +77,12 @@ func (s *fsession) order(mt string, m *quickfix.Message) {
 	// A resend of a known order: report its status rather than trade it again.
 	<-prev.done
 	if !s.f.dedups() {
-		if prev.reply != nil {
-			s.sendStatus(prev.reply)
+		if reply := memo.reply(prev); reply != nil {
+			s.sendStatus(reply)
 			return
 		}
 		if st := s.resolve(m, clOrdID, prev.reqID); st != nil {
-			prev.reply = st
+			memo.setReply(prev, st)
 			s.sendStatus(st)
 			return
 		}
@@ -272,4 +272,54 @@ func (s *fsession) reject(mt string, m *quickfix.Message, clOrdID, reason string
 	setError(&r.Body, err)
 	s.send(r)
 	return r
+}
+
+// orderStatus answers an OrderStatusRequest (H) with the order's report as an order
+// status (150=I): its fill or reject; for an order whose reply was lost, what the
+// server's order log says (filled, or rejected as never executed); an unknown ClOrdID is
+// rejected with 103=5 (unknown order) — it may still be on its way.
+func (s *fsession) orderStatus(m *quickfix.Message) {
+	clOrdID := mustString(m, fixwire.TagClOrdID)
+	memo := s.f.memo(s.login)
+	memo.mu.Lock()
+	e := memo.orders[clOrdID]
+	memo.mu.Unlock()
+	if e == nil {
+		r := newMsg(fixwire.MsgExecutionReport)
+		r.Body.SetString(fixwire.TagClOrdID, clOrdID)
+		r.Body.SetString(fixwire.TagOrderID, "NONE")
+		r.Body.SetString(fixwire.TagExecID, s.f.nextID("st"))
+		r.Body.SetString(fixwire.TagExecType, fixwire.ExecOrderStatus)
+		r.Body.SetString(fixwire.TagOrdStatus, fixwire.StatusRejected)
+		r.Body.SetString(fixwire.TagOrdRejReason, fixwire.RejUnknownOrder)
+		r.Body.SetString(fixwire.TagText, "unknown ClOrdID "+clOrdID)
+		s.send(r)
+		return
+	}
+	<-e.done
+	reply := memo.reply(e)
+	if reply == nil {
+		if reply = s.resolve(m, clOrdID, e.reqID); reply == nil {
+			// The server never executed it and never will: a final reject, safe to resend.
+			memo.setReply(e, s.reject(fixwire.MsgNewOrderSingle, m, clOrdID, fixwire.RejOther,
+				broker.NewError(broker.ErrDisconnected, broker.CodeNoConnection, "the order did not execute (its request was lost)")))
+			return
+		}
+		memo.setReply(e, reply)
+	}
+	s.sendStatus(reply)
+}
+
+// reply reads an entry's report once its processing ended (a later status may set it).
+func (m *accountMemo) reply(e *orderEntry) *quickfix.Message {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return e.reply
+}
+
+// setReply records the report of an entry whose processing ended.
+func (m *accountMemo) setReply(e *orderEntry, r *quickfix.Message) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e.reply = r
 }
