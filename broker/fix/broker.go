@@ -63,6 +63,9 @@ type Config struct {
 	// (default ReplyTimeout); a fill or a final reject turns the unknown outcome into a
 	// known one. Negative: do not ask.
 	StatusTimeout time.Duration
+	// SymbolsMaxAge: Symbols serves a list read less than this long ago from memory
+	// (default 1 s); concurrent reads share one SecurityListRequest.
+	SymbolsMaxAge time.Duration
 	// LogonTimeout bounds each connection attempt up to the Logon reply.
 	LogonTimeout time.Duration
 	// ReconnectMin and ReconnectMax bound the exponential backoff between attempts.
@@ -89,6 +92,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.StatusTimeout == 0 {
 		c.StatusTimeout = c.ReplyTimeout
+	}
+	if c.SymbolsMaxAge <= 0 {
+		c.SymbolsMaxAge = time.Second
 	}
 	if c.LogonTimeout <= 0 {
 		c.LogonTimeout = DefaultLogonTimeout

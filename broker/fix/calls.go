@@ -51,15 +51,66 @@ func replyError(m *quickfix.Message) error {
 
 // Symbols implements broker.Session: SecurityListRequest (x, 559=4) answered by
 // SecurityList fragments (y), one symbol each.
+// A list younger than Config.SymbolsMaxAge is served from memory: every reconcile reads
+// the symbols of the follower and of each master, and the quotes in it need not be newer.
 func (s *session) Symbols(ctx context.Context) ([]broker.SymbolSpec, error) {
-	t, err := s.loadSymbols(ctx)
-	if err != nil {
-		return nil, err
+	if err := ctx.Err(); err != nil {
+		return nil, notSent("request", err)
+	}
+	s.mu.Lock()
+	t, at, closed := s.syms, s.symsAt, s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, errClosed()
+	}
+	if t == nil || time.Since(at) >= s.b.cfg.SymbolsMaxAge {
+		var err error
+		if t, err = s.loadSymbols(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return append([]broker.SymbolSpec(nil), t.list...), nil
 }
 
+// symLoad is one SecurityList read that concurrent callers share.
+type symLoad struct {
+	done chan struct{}
+	t    *symbolTable
+	err  error
+}
+
+// loadSymbols reads the symbol list, joining a read already under way. The shared read
+// is bounded by the reply timeout, not by the context of whoever started it; each
+// caller waits as long as its own context lets it.
 func (s *session) loadSymbols(ctx context.Context) (*symbolTable, error) {
+	s.mu.Lock()
+	l := s.symLoading
+	if l == nil {
+		l = &symLoad{done: make(chan struct{})}
+		s.symLoading = l
+		go func() {
+			rctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.ReplyTimeout)
+			defer cancel()
+			l.t, l.err = s.fetchSymbols(rctx)
+			s.mu.Lock()
+			s.symLoading = nil
+			if l.err == nil && s.loggedOn {
+				s.syms, s.symsAt = l.t, time.Now()
+			}
+			s.mu.Unlock()
+			close(l.done)
+		}()
+	}
+	s.mu.Unlock()
+	select {
+	case <-l.done:
+		return l.t, l.err
+	case <-ctx.Done():
+		return nil, notSent("symbol list request", ctx.Err())
+	}
+}
+
+func (s *session) fetchSymbols(ctx context.Context) (*symbolTable, error) {
 	id := s.b.nextID("s")
 	m := newMsg(fixwire.MsgSecurityListRequest)
 	m.Body.SetString(fixwire.TagSecurityReqID, id)
@@ -103,11 +154,6 @@ func (s *session) loadSymbols(ctx context.Context) (*symbolTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	if s.loggedOn {
-		s.syms = t
-	}
-	s.mu.Unlock()
 	return t, nil
 }
 

@@ -36,6 +36,9 @@ type session struct {
 	pending  map[string]*call
 	feeds    map[string]*feed
 	syms     *symbolTable // of the current logon
+	symsAt   time.Time    // when syms was read
+	// symLoading is the symbol list read under way, if any.
+	symLoading *symLoad
 
 	events  chan sessEvent
 	closeCh chan struct{}
@@ -87,6 +90,9 @@ func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 	ss.Set(config.ResetOnLogon, "Y") // cTrader resets sequence numbers on every logon
 	ss.Set(config.ResetOnLogout, "Y")
 	ss.Set(config.ResetOnDisconnect, "Y")
+	// Nothing is ever resent (state is recovered by requests, not ResendRequest): keep no
+	// copy of sent messages.
+	ss.Set(config.PersistMessages, "N")
 	if cfg.TLS {
 		ss.Set(config.SocketUseSSL, "Y")
 		if cfg.TLSServerName != "" {
@@ -515,7 +521,8 @@ func (s *session) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.
 			return nil
 		}
 	}
-	s.log.Warn().Str("msg_type", mt).Msg("fix: unexpected message; ignored")
+	// Mostly late replies to requests whose callers gave up.
+	s.log.Debug().Str("msg_type", mt).Msg("fix: reply to no pending request; ignored")
 	return nil
 }
 

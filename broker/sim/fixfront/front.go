@@ -94,6 +94,7 @@ func Start(addr string, b broker.Broker, ctl broker.Controller, opts Options) (*
 	g.Set(config.ResetOnDisconnect, "Y")
 	g.Set(config.DynamicSessions, "Y")
 	g.Set(config.DynamicQualifier, "Y")
+	g.Set(config.PersistMessages, "N") // sequence numbers reset on logon: nothing is resent
 	g.Set(config.HeartBtInt, "30")
 	acc, err := quickfix.NewAcceptor(f, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory())
 	if err != nil {

@@ -116,6 +116,9 @@ type Options struct {
 	EnforceTokens bool
 	// Dedup makes the simulator de-duplicate request ids.
 	Dedup bool
+	// Broker is how the nodes reach the simulator: "bridge" (default) or "fix" (FIX 4.4
+	// through the simulator's FIX front, broker/sim/fixfront).
+	Broker string
 
 	// Progress draws a progress bar on the output while running.
 	Progress bool
@@ -168,6 +171,11 @@ func (o *Options) Validate() error {
 		return bad("converge must be positive")
 	case o.Quiet < 0 || o.FailoverSlack < 0:
 		return bad("quiet and failover-slack must not be negative")
+	case o.Broker != "" && o.Broker != "bridge" && o.Broker != "fix":
+		return bad("broker %q: want bridge or fix", o.Broker)
+	}
+	if o.Broker == "" {
+		o.Broker = "bridge"
 	}
 	timing := leasekeeper.Config{Lease: o.Lease, Fence: o.Fence, Interval: o.Interval}
 	if err := timing.Validate(); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/snapcopier/copier/broker/bridge"
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/broker/sim/activity"
+	"github.com/snapcopier/copier/broker/sim/fixfront"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
 	"github.com/snapcopier/copier/store/pgcluster"
@@ -66,6 +67,7 @@ type run struct {
 	bridge     *bridge.Server
 	bridgeAddr string
 	bridgeDone chan error
+	front      *fixfront.Front // with Options.Broker "fix"
 	token      string
 	proxies    *proxies
 
@@ -493,7 +495,21 @@ func (r *run) setupBroker() error {
 	r.bridgeDone = make(chan error, 1)
 	go func() { r.bridgeDone <- r.bridge.Serve(l) }()
 	r.logf("simulator serving the bridge on %s", r.bridgeAddr)
+	if r.o.Broker == "fix" {
+		if r.front, err = fixfront.Start("127.0.0.1:0", r.sim, r.sim, fixfront.Options{}); err != nil {
+			return fmt.Errorf("stress: FIX front: %w", err)
+		}
+		r.logf("simulator serving FIX 4.4 on %s; the nodes trade over FIX", r.front.Addr())
+	}
 	return nil
+}
+
+// brokerURL is the nodes' --broker.
+func (r *run) brokerURL() string {
+	if r.front != nil {
+		return "fix://" + r.front.Addr()
+	}
+	return "bridge://" + r.bridgeAddr
 }
 
 // startNode starts the next node process with its own database proxy.
@@ -513,7 +529,7 @@ func (r *run) startNode() (*nodeProc, error) {
 	}
 	o := r.o
 	args := []string{
-		"--platform", Platform, "--broker", "bridge://" + r.bridgeAddr, "--node-id", id,
+		"--platform", Platform, "--broker", r.brokerURL(), "--node-id", id,
 		"--capacity", strconv.Itoa(o.Capacity), "--lease", o.Lease.String(), "--fence", o.Fence.String(),
 		"--interval", o.Interval.String(), "--reconcile-every", o.ReconcileEvery.String(),
 		"--http", "127.0.0.1:0", "--log-format", "json", "--log-level", o.NodeLogLevel, "--migrate=false",
@@ -852,6 +868,9 @@ func (r *run) teardown() {
 			<-n.done
 		}
 		n.proxy.stop()
+	}
+	if r.front != nil {
+		_ = r.front.Close()
 	}
 	if r.bridge != nil {
 		_ = r.bridge.Close()
