@@ -124,28 +124,17 @@ func (s *session) fetchSymbols(ctx context.Context) (*symbolTable, error) {
 		default:
 			return true, replyError(r)
 		}
-		if sid := str(r, fixwire.TagSymbol); sid != "" {
-			name := str(r, fixwire.TagSymbolName)
-			if name == "" {
-				name = sid
+		entries := fixwire.GroupEntries(str(r, tagRaw), fixwire.TagNoRelatedSym, fixwire.TagSymbol, groupTags)
+		if len(entries) == 0 && str(r, fixwire.TagSymbol) != "" {
+			// A venue that sends one symbol per fragment.
+			e := map[quickfix.Tag]string{}
+			for _, tg := range groupTags {
+				e[tg] = str(r, tg)
 			}
-			cs := num(r, fixwire.TagContractMult)
-			if cs <= 0 {
-				cs = 1
-			}
-			digits, _ := strconv.Atoi(str(r, fixwire.TagSymbolDigits))
-			allowed := str(r, fixwire.TagTradeAllowed) != "N"
-			sp := broker.SymbolSpec{
-				Name: name, ContractSize: cs,
-				MinLot:  fixwire.ToLots(num(r, fixwire.TagMinTradeVol), cs),
-				MaxLot:  fixwire.ToLots(num(r, fixwire.TagMaxTradeVol), cs),
-				LotStep: fixwire.ToLots(num(r, fixwire.TagRoundLot), cs),
-				Digits:  digits, Point: math.Pow10(-digits), TradeAllowed: allowed,
-				Bid: num(r, fixwire.TagBid), Ask: num(r, fixwire.TagAsk),
-			}
-			t.list = append(t.list, sp)
-			t.byName[name] = sid
-			t.byID[sid] = sp
+			entries = append(entries, e)
+		}
+		for _, e := range entries {
+			t.add(e)
 		}
 		total, _ := strconv.Atoi(str(r, fixwire.TagTotNoRelSym))
 		last, _ := r.Body.GetBool(fixwire.TagLastFragment)
@@ -155,6 +144,45 @@ func (s *session) fetchSymbols(ctx context.Context) (*symbolTable, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// groupTags are the fields of a SecurityList entry.
+var groupTags = []quickfix.Tag{fixwire.TagSymbol, fixwire.TagSymbolName, fixwire.TagSymbolDigits, fixwire.TagContractMult,
+	fixwire.TagMinTradeVol, fixwire.TagMaxTradeVol, fixwire.TagRoundLot, fixwire.TagBid, fixwire.TagAsk, fixwire.TagTradeAllowed}
+
+// add records one SecurityList entry.
+func (t *symbolTable) add(e map[quickfix.Tag]string) {
+	f := func(tg quickfix.Tag) float64 {
+		v, err := fixwire.ParseFloat(e[tg])
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0
+		}
+		return v
+	}
+	sid := e[fixwire.TagSymbol]
+	if sid == "" {
+		return
+	}
+	name := e[fixwire.TagSymbolName]
+	if name == "" {
+		name = sid
+	}
+	cs := f(fixwire.TagContractMult)
+	if cs <= 0 {
+		cs = 1
+	}
+	digits, _ := strconv.Atoi(e[fixwire.TagSymbolDigits])
+	sp := broker.SymbolSpec{
+		Name: name, ContractSize: cs,
+		MinLot:  fixwire.ToLots(f(fixwire.TagMinTradeVol), cs),
+		MaxLot:  fixwire.ToLots(f(fixwire.TagMaxTradeVol), cs),
+		LotStep: fixwire.ToLots(f(fixwire.TagRoundLot), cs),
+		Digits:  digits, Point: math.Pow10(-digits), TradeAllowed: e[fixwire.TagTradeAllowed] != "N",
+		Bid: f(fixwire.TagBid), Ask: f(fixwire.TagAsk),
+	}
+	t.list = append(t.list, sp)
+	t.byName[name] = sid
+	t.byID[sid] = sp
 }
 
 // symbols returns the current logon's table, reading it when there is none.

@@ -411,6 +411,9 @@ func (s *session) request(ctx context.Context, id string, m *quickfix.Message, o
 	}
 }
 
+// tagRaw holds, in a received message handed to a request, the raw message (never sent).
+const tagRaw quickfix.Tag = 1 << 30
+
 // errNoReply marks a request that got no reply in time (the session still up).
 var errNoReply = errors.New("no reply")
 
@@ -478,6 +481,10 @@ func (s *session) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.
 	m := quickfix.NewMessage()
 	msg.CopyInto(m)
 	mt, _ := m.MsgType()
+	if mt == fixwire.MsgSecurityList {
+		// Groups are not parsed without a data dictionary: keep the raw message for them.
+		m.Body.SetString(tagRaw, msg.String())
+	}
 	str := func(t quickfix.Tag) string { v, _ := m.Body.GetString(t); return v }
 	switch mt {
 	case fixwire.MsgExecutionReport:

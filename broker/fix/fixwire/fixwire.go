@@ -71,59 +71,60 @@ const (
 
 // Re-exported standard tags, so both sides name them one way.
 const (
-	TagClOrdID       = tag.ClOrdID
-	TagOrderID       = tag.OrderID
-	TagExecID        = tag.ExecID
-	TagExecType      = tag.ExecType
-	TagOrdStatus     = tag.OrdStatus
-	TagOrdRejReason  = tag.OrdRejReason
-	TagText          = tag.Text
-	TagSymbol        = tag.Symbol
-	TagSide          = tag.Side
-	TagOrderQty      = tag.OrderQty
-	TagOrdType       = tag.OrdType
-	TagTransactTime  = tag.TransactTime
-	TagLastPx        = tag.LastPx
-	TagLastQty       = tag.LastQty
-	TagAvgPx         = tag.AvgPx
-	TagCumQty        = tag.CumQty
-	TagLeavesQty     = tag.LeavesQty
-	TagPosMaintRptID = tag.PosMaintRptID
-	TagPossResend    = tag.PossResend
-	TagPosReqID      = tag.PosReqID
-	TagPosReqType    = tag.PosReqType
-	TagSubReqType    = tag.SubscriptionRequestType
-	TagTotNumReports = tag.TotalNumPosReports
-	TagPosReqResult  = tag.PosReqResult
-	TagPosReqStatus  = tag.PosReqStatus
-	TagLongQty       = tag.LongQty
-	TagShortQty      = tag.ShortQty
-	TagNoPositions   = tag.NoPositions
-	TagPosType       = tag.PosType
-	TagSettlPrice    = tag.SettlPrice
-	TagSecurityReqID = tag.SecurityReqID
-	TagSecListReqTyp = tag.SecurityListRequestType
-	TagSecReqResult  = tag.SecurityRequestResult
-	TagTotNoRelSym   = tag.TotNoRelatedSym
-	TagNoRelatedSym  = tag.NoRelatedSym
-	TagLastFragment  = tag.LastFragment
-	TagContractMult  = tag.ContractMultiplier
-	TagMinTradeVol   = tag.MinTradeVol
-	TagRoundLot      = tag.RoundLot
-	TagCollInquiryID = tag.CollInquiryID
-	TagCollRptID     = tag.CollRptID
-	TagAccount       = tag.Account
-	TagCurrency      = tag.Currency
-	TagTotalNetValue = tag.TotalNetValue
-	TagRefMsgType    = tag.RefMsgType
-	TagBizRejRefID   = tag.BusinessRejectRefID
-	TagBizRejReason  = tag.BusinessRejectReason
-	TagUsername      = tag.Username
-	TagPassword      = tag.Password
-	TagOrigClOrdID   = tag.OrigClOrdID
-	TagCxlRejReason  = tag.CxlRejReason
-	TagCxlRejRespTo  = tag.CxlRejResponseTo
-	TagTimeInForce   = tag.TimeInForce
+	TagClOrdID            = tag.ClOrdID
+	TagOrderID            = tag.OrderID
+	TagExecID             = tag.ExecID
+	TagExecType           = tag.ExecType
+	TagOrdStatus          = tag.OrdStatus
+	TagOrdRejReason       = tag.OrdRejReason
+	TagText               = tag.Text
+	TagSymbol             = tag.Symbol
+	TagSide               = tag.Side
+	TagOrderQty           = tag.OrderQty
+	TagOrdType            = tag.OrdType
+	TagTransactTime       = tag.TransactTime
+	TagLastPx             = tag.LastPx
+	TagLastQty            = tag.LastQty
+	TagAvgPx              = tag.AvgPx
+	TagCumQty             = tag.CumQty
+	TagLeavesQty          = tag.LeavesQty
+	TagPosMaintRptID      = tag.PosMaintRptID
+	TagPossResend         = tag.PossResend
+	TagPosReqID           = tag.PosReqID
+	TagPosReqType         = tag.PosReqType
+	TagSubReqType         = tag.SubscriptionRequestType
+	TagTotNumReports      = tag.TotalNumPosReports
+	TagPosReqResult       = tag.PosReqResult
+	TagPosReqStatus       = tag.PosReqStatus
+	TagLongQty            = tag.LongQty
+	TagShortQty           = tag.ShortQty
+	TagNoPositions        = tag.NoPositions
+	TagPosType            = tag.PosType
+	TagSettlPrice         = tag.SettlPrice
+	TagSecurityReqID      = tag.SecurityReqID
+	TagSecurityResponseID = tag.SecurityResponseID
+	TagSecListReqTyp      = tag.SecurityListRequestType
+	TagSecReqResult       = tag.SecurityRequestResult
+	TagTotNoRelSym        = tag.TotNoRelatedSym
+	TagNoRelatedSym       = tag.NoRelatedSym
+	TagLastFragment       = tag.LastFragment
+	TagContractMult       = tag.ContractMultiplier
+	TagMinTradeVol        = tag.MinTradeVol
+	TagRoundLot           = tag.RoundLot
+	TagCollInquiryID      = tag.CollInquiryID
+	TagCollRptID          = tag.CollRptID
+	TagAccount            = tag.Account
+	TagCurrency           = tag.Currency
+	TagTotalNetValue      = tag.TotalNetValue
+	TagRefMsgType         = tag.RefMsgType
+	TagBizRejRefID        = tag.BusinessRejectRefID
+	TagBizRejReason       = tag.BusinessRejectReason
+	TagUsername           = tag.Username
+	TagPassword           = tag.Password
+	TagOrigClOrdID        = tag.OrigClOrdID
+	TagCxlRejReason       = tag.CxlRejReason
+	TagCxlRejRespTo       = tag.CxlRejResponseTo
+	TagTimeInForce        = tag.TimeInForce
 )
 
 // Values of enumerated fields used on both sides.
@@ -301,4 +302,47 @@ func ErrorFrom(className, code, rejReason, text string) error {
 		return broker.NewError(broker.ErrPermanent, broker.CodeNoMoney, "%s", text)
 	}
 	return broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "rejected (reason %s): %s", rejReason, text)
+}
+
+// SymbolGroup is the template of the NoRelatedSym (146) group of a SecurityList: one entry
+// per symbol, opened by Symbol (55).
+var SymbolGroup = quickfix.GroupTemplate{
+	quickfix.GroupElement(TagSymbol), quickfix.GroupElement(TagSymbolName), quickfix.GroupElement(TagSymbolDigits),
+	quickfix.GroupElement(TagContractMult), quickfix.GroupElement(TagMinTradeVol), quickfix.GroupElement(TagMaxTradeVol),
+	quickfix.GroupElement(TagRoundLot), quickfix.GroupElement(TagBid), quickfix.GroupElement(TagAsk),
+	quickfix.GroupElement(TagTradeAllowed),
+}
+
+// GroupEntries reads the entries of a repeating group from a raw message: counter is the
+// NoXxx tag, first the tag that opens each entry, members the tags an entry may hold.
+// Sessions without a data dictionary do not parse groups; this reads them in order.
+func GroupEntries(raw string, counter, first quickfix.Tag, members []quickfix.Tag) []map[quickfix.Tag]string {
+	in := map[quickfix.Tag]bool{}
+	for _, t := range members {
+		in[t] = true
+	}
+	var out []map[quickfix.Tag]string
+	inGroup := false
+	for _, f := range strings.Split(raw, "\x01") {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(k)
+		if err != nil {
+			continue
+		}
+		t := quickfix.Tag(n)
+		switch {
+		case t == counter:
+			inGroup = true
+		case inGroup && t == first:
+			out = append(out, map[quickfix.Tag]string{t: v})
+		case inGroup && in[t] && len(out) > 0:
+			out[len(out)-1][t] = v
+		case inGroup:
+			inGroup = false
+		}
+	}
+	return out
 }

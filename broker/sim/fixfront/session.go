@@ -217,33 +217,36 @@ func (s *fsession) securityList(m *quickfix.Message) {
 		s.afterError(err)
 		return
 	}
-	for i, sp := range specs {
-		r := newMsg(fixwire.MsgSecurityList)
-		r.Body.SetString(fixwire.TagSecurityReqID, id)
-		r.Body.SetInt(fixwire.TagSecReqResult, 0)
-		r.Body.SetInt(fixwire.TagTotNoRelSym, len(specs))
-		r.Body.SetBool(fixwire.TagLastFragment, i == len(specs)-1)
-		r.Body.SetInt(fixwire.TagNoRelatedSym, 1)
-		r.Body.SetString(fixwire.TagSymbol, strconv.Itoa(i+1))
-		r.Body.SetString(fixwire.TagSymbolName, sp.Name)
-		r.Body.SetInt(fixwire.TagSymbolDigits, sp.Digits)
-		r.Body.SetString(fixwire.TagContractMult, fixwire.FormatFloat(sp.ContractSize))
-		r.Body.SetString(fixwire.TagMinTradeVol, fixwire.FormatFloat(fixwire.ToUnits(sp.MinLot, sp.ContractSize)))
-		r.Body.SetString(fixwire.TagMaxTradeVol, fixwire.FormatFloat(fixwire.ToUnits(sp.MaxLot, sp.ContractSize)))
-		r.Body.SetString(fixwire.TagRoundLot, fixwire.FormatFloat(fixwire.ToUnits(sp.LotStep, sp.ContractSize)))
-		r.Body.SetString(fixwire.TagBid, fixwire.FormatFloat(sp.Bid))
-		r.Body.SetString(fixwire.TagAsk, fixwire.FormatFloat(sp.Ask))
-		r.Body.SetBool(fixwire.TagTradeAllowed, sp.TradeAllowed)
-		s.send(r)
-	}
+	// One message with a NoRelatedSym group: a burst of fragments costs quickfixgo far
+	// more than one larger message.
+	r := newMsg(fixwire.MsgSecurityList)
+	r.Body.SetString(fixwire.TagSecurityReqID, id)
+	r.Body.SetString(fixwire.TagSecurityResponseID, s.f.nextID("sl"))
 	if len(specs) == 0 {
-		r := newMsg(fixwire.MsgSecurityList)
-		r.Body.SetString(fixwire.TagSecurityReqID, id)
 		r.Body.SetInt(fixwire.TagSecReqResult, 2) // no instruments found
-		r.Body.SetInt(fixwire.TagTotNoRelSym, 0)
-		r.Body.SetBool(fixwire.TagLastFragment, true)
-		s.send(r)
+	} else {
+		r.Body.SetInt(fixwire.TagSecReqResult, 0)
 	}
+	r.Body.SetInt(fixwire.TagTotNoRelSym, len(specs))
+	r.Body.SetBool(fixwire.TagLastFragment, true)
+	g := quickfix.NewRepeatingGroup(fixwire.TagNoRelatedSym, fixwire.SymbolGroup)
+	for i, sp := range specs {
+		e := g.Add()
+		e.SetString(fixwire.TagSymbol, strconv.Itoa(i+1))
+		e.SetString(fixwire.TagSymbolName, sp.Name)
+		e.SetInt(fixwire.TagSymbolDigits, sp.Digits)
+		e.SetString(fixwire.TagContractMult, fixwire.FormatFloat(sp.ContractSize))
+		e.SetString(fixwire.TagMinTradeVol, fixwire.FormatFloat(fixwire.ToUnits(sp.MinLot, sp.ContractSize)))
+		e.SetString(fixwire.TagMaxTradeVol, fixwire.FormatFloat(fixwire.ToUnits(sp.MaxLot, sp.ContractSize)))
+		e.SetString(fixwire.TagRoundLot, fixwire.FormatFloat(fixwire.ToUnits(sp.LotStep, sp.ContractSize)))
+		e.SetString(fixwire.TagBid, fixwire.FormatFloat(sp.Bid))
+		e.SetString(fixwire.TagAsk, fixwire.FormatFloat(sp.Ask))
+		e.SetBool(fixwire.TagTradeAllowed, sp.TradeAllowed)
+	}
+	if len(specs) > 0 {
+		r.Body.SetGroup(g)
+	}
+	s.send(r)
 }
 
 // setPosition writes a position's fields (symbol id, quantities, price, stops, marker).
