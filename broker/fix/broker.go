@@ -111,7 +111,6 @@ func (c Config) withDefaults() (Config, error) {
 // Broker connects FIX sessions. It is safe for concurrent use.
 type Broker struct {
 	cfg    Config
-	qual   atomic.Int64
 	epochs atomic.Int64
 	ids    atomic.Int64
 

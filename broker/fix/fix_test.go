@@ -330,3 +330,25 @@ func TestFrontBadInput(t *testing.T) {
 		t.Fatalf("after bad input: %v", err)
 	}
 }
+
+// Two Brokers in one process (two nodes of a demo, each reading one master) connect the
+// same account at once: quickfixgo registers sessions process-wide, and they must not
+// collide.
+func TestTwoBrokersOneAccount(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	other, err := fix.New(fix.Config{Addr: e.front.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := connect(t, e, "shared")
+	b, err := other.Connect(t.Context(), broker.Credentials{Login: "shared", Password: "pw"})
+	if err != nil {
+		t.Fatalf("second broker, same account: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	for _, s := range []broker.Session{a, b} {
+		if _, err := s.Positions(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/quickfixgo/quickfix"
 	"github.com/quickfixgo/quickfix/config"
 	"github.com/rs/zerolog"
@@ -77,9 +78,10 @@ func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 	if ids.TargetSubID != "" {
 		ss.Set(config.TargetSubID, ids.TargetSubID)
 	}
-	// The qualifier keeps sessions of one process apart (quickfixgo registers sessions
-	// process-wide); it never goes on the wire.
-	qual := "q" + strconv.FormatInt(b.qual.Add(1), 10)
+	// The qualifier keeps sessions of one process apart: quickfixgo registers sessions
+	// process-wide, and several Brokers (nodes of a demo, tests) may connect one account.
+	// It never goes on the wire.
+	qual := uuid.NewString()
 	ss.Set(config.SessionQualifier, qual)
 	ss.Set(config.SocketConnectHost, host)
 	ss.Set(config.SocketConnectPort, port)
