@@ -111,12 +111,12 @@ func TestDemoOverFIX(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var out, errb syncBuffer
-	code := dispatch(ctx, []string{"demo", "--broker", "fix", "--database-url", db.URL, "--duration", "8s", "--followers", "20", "--masters", "2",
+	code := dispatch(ctx, []string{"demo", "--broker", "fix", "--database-url", db.URL, "--duration", "8s", "--followers", "6", "--masters", "2",
 		"--nodes", "2", "--http", "127.0.0.1:0", "--progress", "1s"}, &out, &errb)
 	if code != exitOK {
 		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
-	for _, want := range []string{"trade over FIX 4.4", "the nodes own all 20 followers", "verdict: OK — all 20 followers", "all 20 leases released"} {
+	for _, want := range []string{"trade over FIX 4.4", "the nodes own all 6 followers", "verdict: OK — all 6 followers", "all 6 leases released"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("stdout lacks %q:\n%s", want, out.String())
 		}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/quickfixgo/quickfix"
 	"github.com/quickfixgo/quickfix/config"
@@ -56,6 +57,13 @@ type Front struct {
 	acc  *quickfix.Acceptor
 	addr string
 
+	// admit lets one new connection at a time from validation to session creation:
+	// quickfixgo v0.9.7 counts dynamic qualifiers between the two without a lock.
+	admit    chan struct{}
+	admitMu  sync.Mutex
+	admitGen int64
+	admitted bool // the admission is held
+
 	mu       sync.Mutex
 	conns    map[string]net.Conn // by remote address, to drop a session
 	sessions map[quickfix.SessionID]*fsession
@@ -82,7 +90,7 @@ func Start(addr string, b broker.Broker, ctl broker.Controller, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{b: b, ctl: ctl, opts: opts, log: opts.Log, sessions: map[quickfix.SessionID]*fsession{}, conns: map[string]net.Conn{}, accounts: map[string]*accountMemo{}}
+	f := &Front{b: b, ctl: ctl, opts: opts, log: opts.Log, sessions: map[quickfix.SessionID]*fsession{}, conns: map[string]net.Conn{}, admit: make(chan struct{}, 1), accounts: map[string]*accountMemo{}}
 	f.addr = net.JoinHostPort(host, strconv.Itoa(port))
 
 	settings := quickfix.NewSettings()
@@ -188,10 +196,37 @@ type connTracker struct{ f *Front }
 // Validate implements quickfix.ConnectionValidator; it accepts every connection (the
 // logon is checked in FromAdmin).
 func (t connTracker) Validate(c net.Conn, _ quickfix.SessionID) error {
+	t.f.acquireAdmission()
 	t.f.mu.Lock()
 	defer t.f.mu.Unlock()
 	t.f.conns[c.RemoteAddr().String()] = c
 	return nil
+}
+
+// admissionHold bounds how long a connection that never becomes a session (quickfixgo
+// failed to create it) holds the admission.
+const admissionHold = 2 * time.Second
+
+// acquireAdmission waits for the admission; OnCreate (or admissionHold) releases it.
+func (f *Front) acquireAdmission() {
+	f.admit <- struct{}{}
+	f.admitMu.Lock()
+	f.admitGen++
+	f.admitted = true
+	gen := f.admitGen
+	f.admitMu.Unlock()
+	time.AfterFunc(admissionHold, func() { f.releaseAdmission(gen) })
+}
+
+// releaseAdmission releases the admission taken as generation gen (once); gen 0
+// releases whichever is held.
+func (f *Front) releaseAdmission(gen int64) {
+	f.admitMu.Lock()
+	defer f.admitMu.Unlock()
+	if f.admitted && (gen == 0 || f.admitGen == gen) {
+		f.admitted = false
+		<-f.admit
+	}
 }
 
 // conn returns (and, with forget, forgets) the connection of a session.
@@ -252,8 +287,9 @@ func (f *Front) dedups() bool {
 	return false
 }
 
-// OnCreate implements quickfix.Application.
-func (f *Front) OnCreate(quickfix.SessionID) {}
+// OnCreate implements quickfix.Application: a dynamic session exists, the next
+// connection may be admitted.
+func (f *Front) OnCreate(quickfix.SessionID) { f.releaseAdmission(0) }
 
 // OnLogon implements quickfix.Application.
 func (f *Front) OnLogon(quickfix.SessionID) {}

@@ -163,7 +163,9 @@ func TestSmallScenario(t *testing.T) {
 func TestSmallScenarioFIX(t *testing.T) {
 	o := smallScenario(t)
 	o.Broker = "fix"
-	o.Masters, o.Followers, o.Nodes = 5, 100, 3
+	// 40 followers: quickfixgo's send loop spins while its writer is busy (broker/fix/FIX.md),
+	// and the suite runs this beside the other packages under -race on 2 cores.
+	o.Masters, o.Followers, o.Nodes = 3, 40, 3
 	// quickfixgo v0.9.7 leaves the logout-timeout timer of each stopped acceptor session
 	// blocked for good (see broker/fix/FIX.md).
 	runScenario(t, o, goleak.IgnoreAnyFunction("github.com/quickfixgo/quickfix.(*session).initiateLogoutInReplyTo.func1"),
