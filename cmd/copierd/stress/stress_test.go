@@ -18,6 +18,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
+
+	"github.com/snapcopier/copier/internal/fixleaks"
 )
 
 // buildDir holds the copierd binary the scenario tests run, built once per test binary.
@@ -166,10 +168,9 @@ func TestSmallScenarioFIX(t *testing.T) {
 	// 40 followers: quickfixgo's send loop spins while its writer is busy (broker/fix/FIX.md),
 	// and the suite runs this beside the other packages under -race on 2 cores.
 	o.Masters, o.Followers, o.Nodes = 3, 40, 3
-	// quickfixgo v0.9.7 leaves the logout-timeout timer of each stopped acceptor session
-	// blocked for good (see broker/fix/FIX.md).
-	runScenario(t, o, goleak.IgnoreAnyFunction("github.com/quickfixgo/quickfix.(*session).initiateLogoutInReplyTo.func1"),
-		goleak.IgnoreAnyFunction("github.com/quickfixgo/quickfix.(*stateMachine).Connect.func1"))
+	// quickfixgo v0.9.7 leaves a few goroutines of each stopped session blocked for good
+	// (internal/fixleaks).
+	runScenario(t, o, fixleaks.Ignore()...)
 }
 
 // runScenario runs o and checks its outputs and verdict.
