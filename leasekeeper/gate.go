@@ -5,44 +5,33 @@ import (
 	"time"
 )
 
-// Clock is the monotonic time source. Real nodes use SystemClock; tests inject a fake.
-type Clock interface {
-	Now() time.Time
-	// Since is Now().Sub(t); SystemClock reads only the monotonic clock for it, which is
-	// about half the cost of time.Now.
-	Since(t time.Time) time.Duration
-}
-
-// SystemClock reads time.Now, whose monotonic reading makes differences immune to steps of
-// the wall clock.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// Since returns time.Since(t).
-func (SystemClock) Since(t time.Time) time.Duration { return time.Since(t) }
-
 // Gate answers "may I send an order now?" with one atomic load and one clock read: no
 // lock, no allocation, no actor round trip. It opens when a cycle confirms a lease and
 // closes by itself when the trusted deadline passes.
 //
-// The deadline is kept as an offset from base on the same monotonic clock, so it fits in
-// one atomic int64.
+// An account's gate belongs to one lease epoch: a new epoch gets a new gate. The deadline
+// is kept as an offset from base on the gate's clock, so it fits in one atomic int64.
 type Gate struct {
 	clock    Clock
 	base     time.Time
-	deadline atomic.Int64 // ns since base; trust ends here; 0 = closed
+	epoch    int64
+	deadline atomic.Int64 // ns since base; trust ends here; 0 = closed; fenced = closed for good
 }
 
-// NewGate returns a closed gate reading clock. Gates that are compared with each other
-// should share a clock.
-func NewGate(clock Clock) *Gate {
+// fenced is the deadline of a gate closed for good: no confirmation reopens it.
+const fenced = -1
+
+// NewGate returns a closed gate reading clock (the node-wide gate, epoch 0). Gates that
+// are compared with each other should share a clock.
+func NewGate(clock Clock) *Gate { return NewEpochGate(clock, 0) }
+
+// NewEpochGate returns a closed gate for one account's lease epoch.
+func NewEpochGate(clock Clock, epoch int64) *Gate {
 	if clock == nil {
 		clock = SystemClock{}
 	}
 	// base sits well before any reading so that an offset of 0 always means "closed".
-	return &Gate{clock: clock, base: clock.Now().Add(-time.Hour)}
+	return &Gate{clock: clock, base: clock.Now().Add(-time.Hour), epoch: epoch}
 }
 
 // HoldsLease reports whether the trusted deadline lies in the future.
@@ -50,26 +39,63 @@ func (g *Gate) HoldsLease() bool {
 	return int64(g.clock.Since(g.base)) < g.deadline.Load()
 }
 
-// Confirm extends trust to l.TrustedUntil(). It never moves the deadline backwards: a
-// confirmation from an older cycle arriving late changes nothing.
+// Ticket is what one gate check grants: the epoch and the trust left, read together once.
+// Everything an order carries (its token, its context deadline, its deadline on the wire)
+// is derived from one Ticket and never re-read at send time.
+type Ticket struct {
+	Epoch     int64
+	Remaining time.Duration // > 0
+}
+
+// Check is HoldsLease that also returns the Ticket: one atomic load, one clock read.
+func (g *Gate) Check() (Ticket, bool) {
+	d := g.deadline.Load()
+	rem := time.Duration(d - int64(g.clock.Since(g.base)))
+	if d <= 0 || rem <= 0 {
+		return Ticket{}, false
+	}
+	return Ticket{Epoch: g.epoch, Remaining: rem}, true
+}
+
+// Epoch is the lease epoch this gate belongs to.
+func (g *Gate) Epoch() int64 { return g.epoch }
+
+// Confirm extends trust to l.TrustedUntil(). It never moves the deadline backwards (a
+// confirmation from an older cycle arriving late changes nothing) and never reopens a
+// fenced gate.
 func (g *Gate) Confirm(l Lease) {
 	until := int64(l.TrustedUntil().Sub(g.base))
 	for {
 		cur := g.deadline.Load()
-		if until <= cur || g.deadline.CompareAndSwap(cur, until) {
+		if cur == fenced || until <= cur || g.deadline.CompareAndSwap(cur, until) {
 			return
 		}
 	}
 }
 
-// Revoke closes the gate at once (lost account, shutdown).
-func (g *Gate) Revoke() { g.deadline.Store(0) }
+// Revoke closes the gate at once (lost account, shutdown). A later confirmation at the
+// same epoch may open it again.
+func (g *Gate) Revoke() {
+	for {
+		cur := g.deadline.Load()
+		if cur == fenced || g.deadline.CompareAndSwap(cur, 0) {
+			return
+		}
+	}
+}
 
-// TrustedUntil returns the deadline, and false when the gate has never been confirmed or
-// was revoked.
+// Fence closes the gate for good: the trade server saw a newer token (another node owns
+// the account), or the node halted. Only a new epoch, with a new gate, sends again.
+func (g *Gate) Fence() { g.deadline.Store(fenced) }
+
+// Fenced reports whether Fence closed the gate.
+func (g *Gate) Fenced() bool { return g.deadline.Load() == fenced }
+
+// TrustedUntil returns the deadline (a reading of the gate's clock), and false when the
+// gate has never been confirmed or was revoked.
 func (g *Gate) TrustedUntil() (time.Time, bool) {
 	d := g.deadline.Load()
-	if d == 0 {
+	if d <= 0 {
 		return time.Time{}, false
 	}
 	return g.base.Add(time.Duration(d)), true
@@ -78,7 +104,7 @@ func (g *Gate) TrustedUntil() (time.Time, bool) {
 // Remaining is how long the gate stays open from now (≤ 0 when closed).
 func (g *Gate) Remaining() time.Duration {
 	d := g.deadline.Load()
-	if d == 0 {
+	if d <= 0 {
 		return 0
 	}
 	return time.Duration(d) - g.clock.Since(g.base)

@@ -28,6 +28,10 @@ type KeeperConfig struct {
 	Logger  zerolog.Logger
 	// OnCycle, when set, is called from the actor after every cycle (keep it cheap).
 	OnCycle func(CycleReport)
+	// Cycle runs one lease cycle; default store.LeaseCycle on Pool. Tests inject a fake.
+	Cycle func(ctx context.Context, req store.CycleRequest) (store.CycleResult, error)
+	// Release gives back every held lease at shutdown; default store.ReleaseAll on Pool.
+	Release func(ctx context.Context, node string, held []store.Held) (int64, error)
 }
 
 // tick starts a cycle; cycleDone carries its result back into the actor.
@@ -49,21 +53,36 @@ type released struct {
 // mailbox (the query runs in a goroutine and its result comes back as a message), confirms
 // the gates, and tells the Supervisor what it owns.
 type Keeper struct {
-	cfg      KeeperConfig
-	held     []store.Held
-	gates    map[int64]*Gate
-	epochs   map[int64]int64
-	inFlight bool
-	draining bool
-	stopping bool
-	shutdown []*actor.PID // futures waiting for ShutdownDone
-	stopTick chan struct{}
+	cfg         KeeperConfig
+	held        []store.Held
+	gates       map[int64]*Gate
+	epochs      map[int64]int64
+	inFlight    bool
+	cancelCycle context.CancelFunc // ends the cycle in flight (shutdown, halt)
+	draining    bool
+	stopping    bool
+	halted      bool
+	shutdownBy  time.Time   // the shutdown's one budget ends here
+	shutdown    []*actor.PID // futures waiting for ShutdownDone
+	stopTick    chan struct{}
 }
 
 // NewKeeper returns the actor's producer.
 func NewKeeper(cfg KeeperConfig) actor.Producer {
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
+	}
+	if cfg.Cycle == nil {
+		pool := cfg.Pool
+		cfg.Cycle = func(ctx context.Context, req store.CycleRequest) (store.CycleResult, error) {
+			return store.LeaseCycle(ctx, pool, req)
+		}
+	}
+	if cfg.Release == nil {
+		pool := cfg.Pool
+		cfg.Release = func(ctx context.Context, node string, held []store.Held) (int64, error) {
+			return store.ReleaseAll(ctx, pool, node, held)
+		}
 	}
 	return func() actor.Actor {
 		return &Keeper{cfg: cfg, gates: map[int64]*Gate{}, epochs: map[int64]int64{}}
@@ -77,18 +96,32 @@ func (k *Keeper) Receive(ctx actor.Context) {
 		k.startTicker(ctx)
 	case *actor.Stopping:
 		k.stopTicker()
+		if k.cancelCycle != nil {
+			k.cancelCycle()
+		}
 	case tick:
 		k.startCycle(ctx)
 	case cycleDone:
 		k.finishCycle(ctx, m)
 	case SetDraining:
 		k.draining = m.Draining
+	case Halt:
+		k.halt()
+		ctx.Respond(Halted{})
 	case Shutdown:
 		k.shutdown = append(k.shutdown, ctx.Sender())
-		if !k.stopping {
+		if !k.stopping && !k.halted {
 			k.stopping = true
+			k.shutdownBy = m.Deadline
+			if k.shutdownBy.IsZero() {
+				k.shutdownBy = time.Now().Add(DefaultShutdownTimeout)
+			}
 			k.stopTicker()
-			if !k.inFlight {
+			if k.inFlight {
+				// A cycle in flight at shutdown must not claim: end it. If it committed
+				// anyway, finishCycle keeps what it claimed only to release it.
+				k.cancelCycle()
+			} else {
 				k.stopAccounts(ctx)
 			}
 		}
@@ -100,6 +133,20 @@ func (k *Keeper) Receive(ctx actor.Context) {
 		}
 		k.shutdown = nil
 	}
+}
+
+// halt closes every gate for good and ignores every cycle from now on, the one in flight
+// included: no order is sent after Halt returns, and no late result reopens a gate.
+func (k *Keeper) halt() {
+	k.halted = true
+	k.stopTicker()
+	if k.cancelCycle != nil {
+		k.cancelCycle()
+	}
+	for _, g := range k.gates {
+		g.Fence()
+	}
+	k.cfg.NodeGate.Fence()
 }
 
 // startTicker drives cycles from a goroutine the actor owns (protoactor's scheduler races
@@ -130,7 +177,7 @@ func (k *Keeper) stopTicker() {
 }
 
 func (k *Keeper) startCycle(ctx actor.Context) {
-	if k.inFlight || k.stopping {
+	if k.inFlight || k.stopping || k.halted {
 		return // a slow cycle is still running: never two at once
 	}
 	k.inFlight = true
@@ -138,12 +185,14 @@ func (k *Keeper) startCycle(ctx actor.Context) {
 		Node: k.cfg.Node, Platform: k.cfg.Platform, Lease: k.cfg.Timing.Lease,
 		Held: append([]store.Held(nil), k.held...), Capacity: k.cfg.Capacity, NoClaim: k.draining,
 	}
-	self, root, pool, clock, deadline := ctx.Self(), ctx.ActorSystem().Root, k.cfg.Pool, k.cfg.Clock, k.cfg.Timing.CycleDeadline()
+	self, root, cycle, clock := ctx.Self(), ctx.ActorSystem().Root, k.cfg.Cycle, k.cfg.Clock
+	// The cycle has its own deadline, shorter than the trust it grants (DESIGN §4).
+	cctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timing.CycleDeadline())
+	k.cancelCycle = cancel
 	// started is read before the transaction begins: trust is measured from here.
 	started := clock.Now()
 	go func() {
-		cctx, cancel := context.WithTimeout(context.Background(), deadline)
-		res, err := store.LeaseCycle(cctx, pool, req)
+		res, err := cycle(cctx, req)
 		cancel()
 		root.Send(self, cycleDone{started: started, elapsed: clock.Since(started), res: res, err: err})
 	}()
@@ -151,11 +200,22 @@ func (k *Keeper) startCycle(ctx actor.Context) {
 
 func (k *Keeper) finishCycle(ctx actor.Context, m cycleDone) {
 	k.inFlight = false
+	k.cancelCycle = nil
+	if k.halted {
+		return // a halted node acts as a crashed one: nothing from a late cycle
+	}
 	report := CycleReport{Started: m.started, Duration: m.elapsed, Err: m.err}
-	if m.err != nil {
+	switch {
+	case m.err != nil:
 		// Nothing changes: the gates close by themselves when their trust runs out.
 		k.cfg.Logger.Warn().Err(m.err).Str("node", k.cfg.Node).Dur("elapsed", m.elapsed).Msg("lease cycle failed")
-	} else {
+	case k.stopping:
+		// Committed after shutdown began: release what it holds, start nothing.
+		k.held = k.held[:0]
+		for _, o := range m.res.Owned {
+			k.held = append(k.held, store.Held{ID: o.ID, Epoch: o.Epoch})
+		}
+	default:
 		report = k.apply(ctx, m, report)
 	}
 	if k.cfg.OnCycle != nil {
@@ -167,7 +227,9 @@ func (k *Keeper) finishCycle(ctx actor.Context, m cycleDone) {
 }
 
 // apply publishes a committed cycle: lost accounts' gates are revoked before any gate is
-// confirmed, so an account that moved away never sees an open gate again.
+// confirmed, so an account that moved away never sees an open gate again. An account
+// whose gate was fenced (the trade server saw a newer token) is neither confirmed nor
+// renewed at that epoch: its lease runs out and it is claimed again with a new epoch.
 func (k *Keeper) apply(ctx actor.Context, m cycleDone, report CycleReport) CycleReport {
 	lease := Lease{Started: m.started, Config: k.cfg.Timing}
 	owned := make(map[int64]OwnedAccount, len(m.res.Owned))
@@ -187,9 +249,12 @@ func (k *Keeper) apply(ctx actor.Context, m cycleDone, report CycleReport) Cycle
 	for _, o := range m.res.Owned {
 		g := k.gates[o.ID]
 		if g == nil {
-			g = NewGate(k.cfg.Clock)
+			g = NewEpochGate(k.cfg.Clock, o.Epoch)
 			k.gates[o.ID] = g
 			k.epochs[o.ID] = o.Epoch
+		}
+		if g.Fenced() {
+			continue // not renewed again at this epoch
 		}
 		g.Confirm(lease)
 		owned[o.ID] = OwnedAccount{Epoch: o.Epoch, ConfigVersion: o.ConfigVersion, Gate: g}
@@ -197,7 +262,7 @@ func (k *Keeper) apply(ctx actor.Context, m cycleDone, report CycleReport) Cycle
 	}
 	report.Lost -= len(m.res.Released) // released on purpose, not lost
 	k.cfg.NodeGate.Confirm(lease)
-	report.Owned, report.Claimed, report.Renewed, report.Released = len(m.res.Owned), m.res.Claimed, m.res.Renewed, len(m.res.Released)
+	report.Owned, report.Claimed, report.Renewed, report.Released = len(owned), m.res.Claimed, m.res.Renewed, len(m.res.Released)
 	if m.res.Claimed > 0 || report.Lost > 0 || len(m.res.Released) > 0 {
 		k.cfg.Logger.Info().Str("node", k.cfg.Node).Int("owned", len(owned)).Int("claimed", m.res.Claimed).
 			Int("released", len(m.res.Released)).Int("lost", report.Lost).Dur("elapsed", m.elapsed).Msg("lease cycle")
@@ -206,9 +271,11 @@ func (k *Keeper) apply(ctx actor.Context, m cycleDone, report CycleReport) Cycle
 	return report
 }
 
-// stopAccounts asks the Supervisor to stop every account, then releases the leases.
+// stopAccounts asks the Supervisor to stop every account, then releases the leases, all
+// within the shutdown's one budget (ShutdownSplit): the release always gets its share.
 func (k *Keeper) stopAccounts(ctx actor.Context) {
-	f := ctx.RequestFuture(k.cfg.Supervisor, StopAccounts{}, 60*time.Second)
+	accountsBy, flushBy := ShutdownSplit(time.Now(), k.shutdownBy)
+	f := ctx.RequestFuture(k.cfg.Supervisor, StopAccounts{}, max(time.Until(accountsBy), time.Millisecond))
 	ctx.ReenterAfter(f, func(_ any, err error) {
 		if err != nil {
 			k.cfg.Logger.Warn().Err(err).Msg("accounts did not all stop in time; releasing anyway")
@@ -221,7 +288,7 @@ func (k *Keeper) stopAccounts(ctx actor.Context) {
 			k.release(ctx)
 			return
 		}
-		ff := ctx.RequestFuture(k.cfg.Flusher, Flush{}, 30*time.Second)
+		ff := ctx.RequestFuture(k.cfg.Flusher, Flush{}, max(time.Until(flushBy), time.Millisecond))
 		ctx.ReenterAfter(ff, func(res any, err error) {
 			if f, ok := res.(Flushed); ok && f.Err != nil {
 				err = f.Err
@@ -234,14 +301,14 @@ func (k *Keeper) stopAccounts(ctx actor.Context) {
 	})
 }
 
-// release gives back every held lease, off the mailbox.
+// release gives back every held lease, off the mailbox, with what is left of the budget.
 func (k *Keeper) release(ctx actor.Context) {
-	held, pool, node := append([]store.Held(nil), k.held...), k.cfg.Pool, k.cfg.Node
+	held, release, node := append([]store.Held(nil), k.held...), k.cfg.Release, k.cfg.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
+	rctx, cancel := context.WithDeadline(context.Background(), releaseBy(time.Now(), k.shutdownBy))
 	go func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		n, err := store.ReleaseAll(rctx, pool, node, held)
+		n, err := release(rctx, node, held)
 		if err != nil {
 			err = fmt.Errorf("release leases: %w", err)
 		}

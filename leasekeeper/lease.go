@@ -15,30 +15,45 @@ import (
 	"time"
 )
 
-// Defaults from the seed: a 60 s lease, a 15 s fence, one cycle every 20 s.
+// Defaults from the seed: a 60 s lease, a 15 s fence, one cycle every 20 s; clocks kept
+// within 500 ms of each other (NTP keeps them within milliseconds).
 const (
-	DefaultLease    = 60 * time.Second
-	DefaultFence    = 15 * time.Second
-	DefaultInterval = 20 * time.Second
+	DefaultLease     = 60 * time.Second
+	DefaultFence     = 15 * time.Second
+	DefaultInterval  = 20 * time.Second
+	DefaultClockSkew = 500 * time.Millisecond
 )
+
+// maxDriftPPM bounds how fast two machines' clocks drift apart: 1000 ppm (1 ms per second)
+// is ten times what an undisciplined quartz clock does.
+const maxDriftPPM = 1000
+
+// MaxDrift is the most two clocks drift apart over one lease.
+func (c Config) MaxDrift() time.Duration { return c.Lease * maxDriftPPM / 1_000_000 }
 
 // Config is the lease timing of a node.
 type Config struct {
 	Lease    time.Duration // lease_until = now() + Lease on every renewal
 	Fence    time.Duration // stop sending this long before the lease could end
 	Interval time.Duration // time between cycle starts
+	// ClockSkew is the most the clocks of this node and of the trade servers (or bridges)
+	// that check an order's deadline may disagree. A receiver refuses an order whose
+	// deadline has passed by its own clock, which is safe while
+	// fence > clock skew + clock drift over one lease (DESIGN §5).
+	ClockSkew time.Duration
 }
 
 // DefaultConfig returns the seed's timing.
 func DefaultConfig() Config {
-	return Config{Lease: DefaultLease, Fence: DefaultFence, Interval: DefaultInterval}
+	return Config{Lease: DefaultLease, Fence: DefaultFence, Interval: DefaultInterval, ClockSkew: DefaultClockSkew}
 }
 
 // ErrBadConfig is wrapped by every Validate error.
 var ErrBadConfig = errors.New("invalid lease configuration")
 
-// Validate checks 0 < fence < lease and 0 < interval < lease − fence: a node must renew
-// before its trust runs out, or it would close its own gate between healthy cycles.
+// Validate checks 0 < fence < lease and 0 < interval < lease − fence (a node must renew
+// before its trust runs out, or it would close its own gate between healthy cycles), and
+// fence > clock skew + drift (an order's deadline is checked by the receiver's clock).
 func (c Config) Validate() error {
 	switch {
 	case c.Lease <= 0:
@@ -51,6 +66,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: interval must be positive, got %v", ErrBadConfig, c.Interval)
 	case c.Interval >= c.Lease-c.Fence:
 		return fmt.Errorf("%w: interval (%v) must be shorter than lease − fence (%v), or trust lapses between cycles", ErrBadConfig, c.Interval, c.Lease-c.Fence)
+	case c.ClockSkew < 0:
+		return fmt.Errorf("%w: clock skew must be ≥ 0, got %v", ErrBadConfig, c.ClockSkew)
+	case c.Fence <= c.ClockSkew+c.MaxDrift():
+		return fmt.Errorf("%w: fence (%v) must exceed clock skew (%v) + clock drift over one lease (%v), or a receiver with a slow clock could accept an order after another node took over",
+			ErrBadConfig, c.Fence, c.ClockSkew, c.MaxDrift())
 	}
 	return nil
 }
@@ -58,9 +78,10 @@ func (c Config) Validate() error {
 // Trust is how long a successful cycle lets the node act: lease − fence.
 func (c Config) Trust() time.Duration { return c.Lease - c.Fence }
 
-// CycleDeadline bounds one cycle: it must end (commit or give up) before the trust it
-// would grant has run out, so a hung cycle cannot hold row locks for long.
-func (c Config) CycleDeadline() time.Duration { return c.Trust() }
+// CycleDeadline bounds one cycle to ¾ of the trust it would grant (DESIGN §4: shorter than
+// lease − fence): a cycle that ends at its deadline still leaves a quarter of the trust,
+// and a hung cycle cannot hold row locks for long.
+func (c Config) CycleDeadline() time.Duration { return c.Trust() * 3 / 4 }
 
 // Lease is the trust one committed cycle grants. Started is the monotonic reading taken
 // before the cycle's transaction began.
@@ -75,3 +96,26 @@ func (l Lease) TrustedUntil() time.Time { return l.Started.Add(l.Config.Trust())
 
 // Holds reports whether the lease is still trusted at now.
 func (l Lease) Holds(now time.Time) bool { return now.Before(l.TrustedUntil()) }
+
+// DefaultShutdownTimeout is the budget of a clean shutdown when none is given.
+const DefaultShutdownTimeout = 30 * time.Second
+
+// ShutdownSplit divides one shutdown budget, from now until deadline: the accounts get
+// half of it to stop, the status flush a quarter, and the release of the leases keeps
+// the last quarter at least (everything the first two did not use), so it always runs.
+func ShutdownSplit(now, deadline time.Time) (accountsBy, flushBy time.Time) {
+	b := max(deadline.Sub(now), 0)
+	return now.Add(b / 2), now.Add(b * 3 / 4)
+}
+
+// releaseBy is when the release must give up: a little before the deadline (at most
+// 500 ms, a twentieth of the budget when it is short), so that its answer still reaches
+// the caller waiting on the same budget. A release that already missed it still gets a
+// short second of its own: letting go fast matters more than the caller's deadline.
+func releaseBy(now, deadline time.Time) time.Time {
+	b := deadline.Sub(now)
+	if b <= 0 {
+		return now.Add(time.Second)
+	}
+	return deadline.Add(-min(b/20, 500*time.Millisecond))
+}

@@ -2,9 +2,12 @@ package leasekeeper
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeClock is a manually advanced clock, safe for concurrent reads.
@@ -127,11 +130,12 @@ func TestConfirmNeverMovesBackwards(t *testing.T) {
 
 func TestGateWithSystemClock(t *testing.T) {
 	g := NewGate(nil)
-	g.Confirm(Lease{Started: time.Now(), Config: DefaultConfig()})
+	clk := SystemClock{}
+	g.Confirm(Lease{Started: clk.Now(), Config: DefaultConfig()})
 	if !g.HoldsLease() {
 		t.Fatal("freshly confirmed gate must be open")
 	}
-	g.Confirm(Lease{Started: time.Now().Add(-time.Hour), Config: DefaultConfig()})
+	g.Confirm(Lease{Started: clk.Now().Add(-time.Hour), Config: DefaultConfig()})
 	if !g.HoldsLease() {
 		t.Fatal("an older confirmation must not close the gate")
 	}
@@ -159,7 +163,7 @@ func TestGateConcurrentConfirmAndRead(t *testing.T) {
 
 func BenchmarkGate(b *testing.B) {
 	g := NewGate(SystemClock{})
-	g.Confirm(Lease{Started: time.Now(), Config: DefaultConfig()})
+	g.Confirm(Lease{Started: SystemClock{}.Now(), Config: DefaultConfig()})
 	b.ReportAllocs()
 	open := 0
 	for b.Loop() {
@@ -172,12 +176,114 @@ func BenchmarkGate(b *testing.B) {
 	}
 }
 
-// BenchmarkMonotonicRead is the floor under BenchmarkGate: one read of the monotonic
-// clock, which the gate cannot avoid.
+// BenchmarkGateCheck is the check an order makes: HoldsLease plus the ticket (epoch and
+// trust left) its deadline and token are derived from.
+func BenchmarkGateCheck(b *testing.B) {
+	g := NewEpochGate(SystemClock{}, 7)
+	g.Confirm(Lease{Started: SystemClock{}.Now(), Config: DefaultConfig()})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := g.Check(); !ok {
+			b.Fatal("gate closed during benchmark")
+		}
+	}
+}
+
+// BenchmarkBootClockRead is the floor under BenchmarkGate: one read of CLOCK_BOOTTIME.
+func BenchmarkBootClockRead(b *testing.B) {
+	c := SystemClock{}
+	base := c.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = c.Since(base)
+	}
+}
+
+// BenchmarkMonotonicRead is Go's monotonic clock (which stops during a suspend), for
+// comparison with BenchmarkBootClockRead.
 func BenchmarkMonotonicRead(b *testing.B) {
 	base := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = time.Since(base)
+	}
+}
+
+// jumpClock is a clock whose readings jump forward as a resume from suspend does.
+type jumpClock struct{ fakeClock }
+
+func TestGateClosesWhenTheClockJumpsOverASuspend(t *testing.T) {
+	clk := &jumpClock{fakeClock: *newFakeClock()}
+	g := NewEpochGate(clk, 3)
+	g.Confirm(Lease{Started: clk.Now(), Config: DefaultConfig()})
+	if _, ok := g.Check(); !ok {
+		t.Fatal("confirmed gate must be open")
+	}
+	clk.Advance(10 * time.Minute) // the machine slept; its boot clock kept counting
+	if g.HoldsLease() {
+		t.Fatal("gate still open after a suspend longer than the trust")
+	}
+	if _, ok := g.Check(); ok {
+		t.Fatal("Check grants a ticket after a suspend longer than the trust")
+	}
+}
+
+// TestSystemClockCountsSuspendedTime: the gate's clock is CLOCK_BOOTTIME, which counts time
+// the machine spent suspended (Go's monotonic clock, CLOCK_MONOTONIC, does not).
+func TestSystemClockCountsSuspendedTime(t *testing.T) {
+	var before, after unix.Timespec
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(CheckSystemClock())
+	must(unix.ClockGettime(unix.CLOCK_BOOTTIME, &before))
+	got := SystemClock{}.Now().UnixNano()
+	must(unix.ClockGettime(unix.CLOCK_BOOTTIME, &after))
+	if got < before.Nano() || got > after.Nano() {
+		t.Fatalf("SystemClock read %d, not between two CLOCK_BOOTTIME readings %d and %d", got, before.Nano(), after.Nano())
+	}
+	if d := (SystemClock{}).Since(time.Unix(0, before.Nano())); d < 0 || d > time.Duration(math.MaxInt64/2) {
+		t.Fatalf("Since on the boot clock = %v", d)
+	}
+}
+
+func TestGateTicketCarriesEpochAndTrustTogether(t *testing.T) {
+	clk := newFakeClock()
+	g := NewEpochGate(clk, 9)
+	if _, ok := g.Check(); ok {
+		t.Fatal("a new gate grants no ticket")
+	}
+	g.Confirm(Lease{Started: clk.Now(), Config: DefaultConfig()})
+	clk.Advance(5 * time.Second)
+	tk, ok := g.Check()
+	if !ok || tk.Epoch != 9 || tk.Remaining != 40*time.Second {
+		t.Fatalf("ticket %+v, %v; want epoch 9, 40s left", tk, ok)
+	}
+	g.Fence()
+	g.Confirm(Lease{Started: clk.Now(), Config: DefaultConfig()})
+	g.Revoke()
+	g.Confirm(Lease{Started: clk.Now(), Config: DefaultConfig()})
+	if _, ok := g.Check(); ok || g.HoldsLease() || !g.Fenced() {
+		t.Fatal("a fenced gate reopened")
+	}
+}
+
+func TestConfigValidateClockSkew(t *testing.T) {
+	c := Config{Lease: 6 * time.Second, Fence: 2 * time.Second, Interval: 300 * time.Millisecond, ClockSkew: 1995 * time.Millisecond}
+	if err := c.Validate(); err == nil {
+		t.Fatal("fence 2 s with skew 1.995 s and 6 ms of drift must be refused")
+	}
+	c.ClockSkew = time.Second
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.ClockSkew = -time.Second
+	if err := c.Validate(); err == nil {
+		t.Fatal("a negative skew must be refused")
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -26,8 +26,16 @@ type StopAccounts struct{}
 type AccountsStopped struct{}
 
 // Shutdown asks the LeaseKeeper for a clean shutdown: stop the accounts, then release
-// every lease. It answers ShutdownDone.
-type Shutdown struct{}
+// every lease, all before Deadline (zero: DefaultShutdownTimeout from now). It answers
+// ShutdownDone.
+type Shutdown struct{ Deadline time.Time }
+
+// Halt closes every gate for good and ends the lease cycles, as a crash would (nothing is
+// released). A cycle in flight cannot reopen a gate afterwards. It answers Halted.
+type Halt struct{}
+
+// Halted answers Halt.
+type Halted struct{}
 
 // ShutdownDone answers Shutdown with the number of leases released, or the error.
 type ShutdownDone struct {

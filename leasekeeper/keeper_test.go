@@ -1,0 +1,362 @@
+package leasekeeper
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/snapcopier/copier/internal/testwait"
+	"github.com/snapcopier/copier/store"
+)
+
+// The LeaseKeeper's rules (DESIGN §4) checked on the actor itself, with an injected clock
+// and a fake cycle the test answers: nothing here waits on real time.
+
+var keeperTiming = Config{Lease: 60 * time.Second, Fence: 15 * time.Second, Interval: time.Hour}
+
+// cycleCall is one cycle the keeper ran; the test answers it.
+type cycleCall struct {
+	ctx   context.Context
+	req   store.CycleRequest
+	reply chan cycleAnswer
+}
+
+// cycleAnswer is how the fake cycle ends: after advance of the fake clock (time spent in
+// the query), with res or err.
+type cycleAnswer struct {
+	advance time.Duration
+	res     store.CycleResult
+	err     error
+}
+
+type keeperHarness struct {
+	t        *testing.T
+	clk      *fakeClock
+	sys      *actor.ActorSystem
+	keeper   *actor.PID
+	calls    chan cycleCall
+	owned    testwait.Log[Owned]
+	reports  testwait.Log[CycleReport]
+	releases testwait.Log[[]store.Held]
+	nodeGate *Gate
+	sup      *actor.PID
+
+	mu          sync.Mutex
+	stopAnswers bool // the fake supervisor answers StopAccounts
+}
+
+func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
+	t.Helper()
+	quiet := actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) })
+	h := &keeperHarness{t: t, clk: newFakeClock(), sys: actor.NewActorSystem(quiet), calls: make(chan cycleCall), stopAnswers: answerStop}
+	h.nodeGate = NewGate(h.clk)
+	sup := h.sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case ping:
+			ctx.Respond(m)
+		case Owned:
+			h.owned.Add(m)
+		case StopAccounts:
+			h.mu.Lock()
+			ok := h.stopAnswers
+			h.mu.Unlock()
+			if ok {
+				ctx.Respond(AccountsStopped{})
+			}
+		}
+	}))
+	flusher := h.sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(Flush); ok && answerStop {
+			ctx.Respond(Flushed{})
+		}
+	}))
+	h.sup = sup
+	h.keeper = h.sys.Root.Spawn(actor.PropsFromProducer(NewKeeper(KeeperConfig{
+		Node: "n", Platform: "sim", Capacity: 10, Timing: keeperTiming, Clock: h.clk,
+		NodeGate: h.nodeGate, Supervisor: sup, Flusher: flusher, Logger: zerolog.Nop(),
+		OnCycle: h.reports.Add,
+		Cycle: func(ctx context.Context, req store.CycleRequest) (store.CycleResult, error) {
+			reply := make(chan cycleAnswer, 1)
+			select {
+			case h.calls <- cycleCall{ctx: ctx, req: req, reply: reply}:
+			case <-ctx.Done():
+				return store.CycleResult{}, ctx.Err()
+			}
+			var a cycleAnswer
+			select {
+			case a = <-reply:
+			case <-ctx.Done():
+				return store.CycleResult{}, ctx.Err()
+			}
+			h.clk.Advance(a.advance)
+			return a.res, a.err
+		},
+		Release: func(_ context.Context, _ string, held []store.Held) (int64, error) {
+			h.releases.Add(held)
+			return int64(len(held)), nil
+		},
+	})))
+	t.Cleanup(func() {
+		_ = h.sys.Root.StopFuture(h.keeper).Wait()
+		h.sys.Shutdown()
+	})
+	return h
+}
+
+// next waits for the keeper's next cycle.
+func (h *keeperHarness) next() cycleCall {
+	h.t.Helper()
+	select {
+	case c := <-h.calls:
+		return c
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("no lease cycle started")
+	}
+	return cycleCall{}
+}
+
+// cycle answers the next cycle and waits until the keeper has handled its result.
+func (h *keeperHarness) cycle(a cycleAnswer) (cycleCall, CycleReport) {
+	h.t.Helper()
+	mark := h.reports.Len()
+	c := h.next()
+	c.reply <- a
+	var rep CycleReport
+	h.reports.Await(h.t, "cycle handled", mark, 30*time.Second, func(rs []CycleReport) (bool, string) {
+		if len(rs) == 0 {
+			return false, "no report"
+		}
+		rep = rs[0]
+		return true, ""
+	})
+	h.settle()
+	return c, rep
+}
+
+// ping flushes the fake supervisor's mailbox: everything the keeper sent it before has
+// been recorded when the answer comes back.
+type ping struct{}
+
+func (h *keeperHarness) settle() {
+	h.t.Helper()
+	if _, err := h.sys.Root.RequestFuture(h.sup, ping{}, 30*time.Second).Result(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *keeperHarness) tick() { h.sys.Root.Send(h.keeper, tick{}) }
+
+func (h *keeperHarness) lastOwned() Owned {
+	all := h.owned.Since(0)
+	if len(all) == 0 {
+		h.t.Fatal("no Owned sent")
+	}
+	return all[len(all)-1]
+}
+
+func owns(accs ...store.Owned) store.CycleResult { return store.CycleResult{Owned: accs} }
+
+func TestKeeperTrustCountsFromBeforeTheQuery(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	t0 := h.clk.Now()
+	h.cycle(cycleAnswer{advance: 2 * time.Second, res: owns(store.Owned{ID: 1, Epoch: 1, Claimed: true})})
+	g := h.lastOwned().Accounts[1].Gate
+	until, ok := g.TrustedUntil()
+	if want := t0.Add(keeperTiming.Trust()); !ok || !until.Equal(want) {
+		t.Fatalf("trusted until %v (%v), want %v: trust counts from before the query", until, ok, want)
+	}
+	if rem := g.Remaining(); rem != keeperTiming.Trust()-2*time.Second {
+		t.Fatalf("remaining %v after a 2 s cycle, want %v", rem, keeperTiming.Trust()-2*time.Second)
+	}
+}
+
+func TestKeeperFailedCycleLeavesTheDeadline(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 1})})
+	g := h.lastOwned().Accounts[1].Gate
+	before, _ := g.TrustedUntil()
+	h.clk.Advance(10 * time.Second)
+	h.tick()
+	_, rep := h.cycle(cycleAnswer{advance: time.Second, err: errors.New("connection reset")})
+	if rep.Err == nil {
+		t.Fatal("the cycle should have failed")
+	}
+	after, ok := g.TrustedUntil()
+	if !ok || !after.Equal(before) || !g.HoldsLease() {
+		t.Fatalf("after a failed cycle trusted until %v (%v, open %v), want %v unchanged", after, ok, g.HoldsLease(), before)
+	}
+	if nodeUntil, _ := h.nodeGate.TrustedUntil(); !nodeUntil.Equal(before) {
+		t.Fatalf("node gate moved to %v after a failed cycle, want %v", nodeUntil, before)
+	}
+}
+
+func TestKeeperSlowCycleGrantsLessNeverMore(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 1})})
+	g := h.lastOwned().Accounts[1].Gate
+	h.clk.Advance(5 * time.Second)
+	h.tick()
+	h.cycle(cycleAnswer{advance: 10 * time.Second, res: owns(store.Owned{ID: 1, Epoch: 1})})
+	if rem := g.Remaining(); rem != keeperTiming.Trust()-10*time.Second {
+		t.Fatalf("a 10 s cycle left %v of trust, want %v", rem, keeperTiming.Trust()-10*time.Second)
+	}
+	// A cycle that outlasts the whole trust grants nothing.
+	h.clk.Advance(keeperTiming.Trust()) // the earlier trust has run out
+	h.tick()
+	h.cycle(cycleAnswer{advance: keeperTiming.Trust() + time.Second, res: owns(store.Owned{ID: 1, Epoch: 1})})
+	if g.HoldsLease() || h.nodeGate.HoldsLease() {
+		t.Fatal("a cycle slower than the trust it grants opened a gate")
+	}
+}
+
+func TestKeeperRevokesLostAccountsAtOnce(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 1}, store.Owned{ID: 2, Epoch: 4})})
+	first := h.lastOwned()
+	g1, g2 := first.Accounts[1].Gate, first.Accounts[2].Gate
+	h.clk.Advance(time.Second)
+	h.tick()
+	// 1 was lost and claimed again (a new epoch); 2 was lost; both gates had trust left.
+	h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 2, Claimed: true})})
+	if g1.HoldsLease() || g2.HoldsLease() {
+		t.Fatalf("lost accounts' gates still open: epoch-1 gate %v, account-2 gate %v", g1.HoldsLease(), g2.HoldsLease())
+	}
+	now := h.lastOwned()
+	if _, ok := now.Accounts[2]; ok {
+		t.Fatal("a lost account is still reported owned")
+	}
+	n1 := now.Accounts[1]
+	if n1.Gate == g1 || n1.Gate.Epoch() != 2 || !n1.Gate.HoldsLease() {
+		t.Fatalf("account 1 at epoch 2 needs a new open gate of its own (same gate: %v, epoch %d)", n1.Gate == g1, n1.Gate.Epoch())
+	}
+}
+
+func TestKeeperCycleDeadlineIsShorterThanTheTrust(t *testing.T) {
+	if keeperTiming.CycleDeadline() >= keeperTiming.Trust() {
+		t.Fatalf("cycle deadline %v must be shorter than the trust %v", keeperTiming.CycleDeadline(), keeperTiming.Trust())
+	}
+	h := newKeeperHarness(t, true)
+	c := h.next()
+	dl, ok := c.ctx.Deadline()
+	c.reply <- cycleAnswer{}
+	if !ok {
+		t.Fatal("the cycle runs without a deadline")
+	}
+	if left := time.Until(dl); left > keeperTiming.CycleDeadline() || left >= keeperTiming.Trust() {
+		t.Fatalf("the cycle may run %v, want ≤ %v (shorter than the trust %v)", left, keeperTiming.CycleDeadline(), keeperTiming.Trust())
+	}
+}
+
+func TestKeeperFencedGateStaysClosedUntilANewEpoch(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 3})})
+	g := h.lastOwned().Accounts[1].Gate
+	g.Fence() // an order came back fenced: the trade server saw a newer token
+	h.tick()
+	c, _ := h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 3})}) // renewed at the same epoch
+	if len(c.req.Held) != 1 {
+		t.Fatalf("held before the fence: %v", c.req.Held)
+	}
+	if g.HoldsLease() {
+		t.Fatal("a renewal at the same epoch reopened a fenced gate")
+	}
+	if _, ok := h.lastOwned().Accounts[1]; ok {
+		t.Fatal("a fenced account is still handed to the supervisor at its old epoch")
+	}
+	h.tick()
+	c, _ = h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 4, Claimed: true})})
+	if len(c.req.Held) != 0 {
+		t.Fatalf("a fenced lease was renewed again: %v", c.req.Held)
+	}
+	n := h.lastOwned().Accounts[1]
+	if n.Gate == nil || n.Gate == g || !n.Gate.HoldsLease() {
+		t.Fatal("claimed with a new epoch, the account needs a new open gate")
+	}
+}
+
+func TestKeeperHaltRevokesEveryGateAndACycleInFlightCannotReopen(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 1}, store.Owned{ID: 2, Epoch: 1})})
+	first := h.lastOwned()
+	h.tick()
+	inFlight := h.next()
+	if _, err := h.sys.Root.RequestFuture(h.keeper, Halt{}, 30*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	for id, o := range first.Accounts {
+		if o.Gate.HoldsLease() {
+			t.Fatalf("account %d: gate open after Halt returned", id)
+		}
+	}
+	if h.nodeGate.HoldsLease() {
+		t.Fatal("node gate open after Halt returned")
+	}
+	marks := h.owned.Len()
+	select {
+	case inFlight.reply <- cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 1}, store.Owned{ID: 2, Epoch: 1})}:
+	default:
+	}
+	// The late result comes back as a message; a Halt after it proves it was handled.
+	if _, err := h.sys.Root.RequestFuture(h.keeper, Halt{}, 30*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	for id, o := range first.Accounts {
+		if o.Gate.HoldsLease() {
+			t.Fatalf("account %d: a cycle in flight at Halt reopened the gate", id)
+		}
+	}
+	if h.nodeGate.HoldsLease() || h.owned.Len() != marks {
+		t.Fatal("a cycle in flight at Halt reopened the node gate or reported accounts")
+	}
+}
+
+func TestKeeperShutdownFitsOneBudgetAndAlwaysReleases(t *testing.T) {
+	h := newKeeperHarness(t, false) // accounts and flush never answer
+	h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 1}, store.Owned{ID: 2, Epoch: 5})})
+	budget := 2 * time.Second
+	start := time.Now()
+	res, err := h.sys.Root.RequestFuture(h.keeper, Shutdown{Deadline: start.Add(budget)}, 30*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > budget+time.Second {
+		t.Fatalf("shutdown took %v with a budget of %v", took, budget)
+	}
+	if done, ok := res.(ShutdownDone); !ok || done.Released != 2 {
+		t.Fatalf("shutdown answered %#v, want 2 released", res)
+	}
+}
+
+func TestKeeperCycleInFlightAtShutdownNeverClaims(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 1})})
+	h.tick()
+	inFlight := h.next()
+	marks := h.owned.Len()
+	f := h.sys.Root.RequestFuture(h.keeper, Shutdown{Deadline: time.Now().Add(30 * time.Second)}, 30*time.Second)
+	// The shutdown ends the cycle in flight: its context is cancelled.
+	select {
+	case <-inFlight.ctx.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cycle in flight was not ended by the shutdown")
+	}
+	inFlight.reply <- cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 1}, store.Owned{ID: 9, Epoch: 1, Claimed: true})}
+	if _, err := f.Result(); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	if h.owned.Len() != marks {
+		t.Fatal("a cycle in flight at shutdown handed accounts to the supervisor")
+	}
+	rel := h.releases.Since(0)
+	if len(rel) != 1 || len(rel[0]) != 1 || rel[0][0].ID != 1 {
+		t.Fatalf("released %v, want account 1 only", rel)
+	}
+}
