@@ -62,7 +62,7 @@ type Keeper struct {
 	draining    bool
 	stopping    bool
 	halted      bool
-	shutdownBy  time.Time   // the shutdown's one budget ends here
+	shutdownBy  time.Time    // the shutdown's one budget ends here
 	shutdown    []*actor.PID // futures waiting for ShutdownDone
 	stopTick    chan struct{}
 }
