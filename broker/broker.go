@@ -126,12 +126,20 @@ const (
 )
 
 // Order carries what every order request carries: a unique request id, the account's
-// fencing token (its lease epoch) and the id of the node that sends it.
+// fencing token (its lease epoch), the id of the node that sends it, and the instant after
+// which it must not execute.
 type Order struct {
 	RequestID uuid.UUID
 	Token     int64  // lease epoch of the sender; a server may reject one lower than it has seen
 	Node      string // sender, recorded in the server's order log
+	// Deadline is an absolute instant (the sender's lease trust mapped to wall-clock
+	// time): a receiver that gets the request after it, by its own clock, refuses it with
+	// ErrExpired and never executes it. Zero: no deadline.
+	Deadline time.Time
 }
+
+// Expired reports whether o's deadline has passed at now.
+func (o Order) Expired(now time.Time) bool { return !o.Deadline.IsZero() && now.After(o.Deadline) }
 
 // OpenRequest opens a position.
 type OpenRequest struct {
@@ -229,6 +237,12 @@ type Session interface {
 	ClosePosition(ctx context.Context, req CloseRequest) (OrderResult, error)
 	// Modify changes a position's SL/TP.
 	Modify(ctx context.Context, req ModifyRequest) (OrderResult, error)
+	// Fence raises the highest fencing token the server has seen for the account to
+	// o.Token, changing nothing else: a new owner calls it before it reads positions, so
+	// that the old owner's stale orders are refused from then on. A token lower than one
+	// seen fails with ErrFenced (when the server enforces tokens); an expired o with
+	// ErrExpired. A server that does not check tokens returns nil.
+	Fence(ctx context.Context, o Order) error
 	// Subscribe streams the account's position events from now on. The channel is closed
 	// when ctx ends, the session closes or the connection drops; subscribe again to resume
 	// (the new stream may carry a new Epoch).

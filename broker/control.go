@@ -88,6 +88,7 @@ type OrderLogEntry struct {
 	RequestID  uuid.UUID
 	Token      int64
 	Node       string
+	Deadline   time.Time // the request's deadline (zero: none)
 	Op         OrderOp
 	Symbol     string
 	Side       Side

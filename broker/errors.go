@@ -25,6 +25,10 @@ var (
 	// ErrFenced: the server rejected the request's fencing token as lower than one it has
 	// already seen for the account. The sender has lost the account.
 	ErrFenced = errors.New("fenced")
+	// ErrExpired: the request arrived after its Order.Deadline (by the receiver's clock)
+	// and was refused without executing. The sender's lease trust had run out; another
+	// node may own the account now.
+	ErrExpired = errors.New("expired")
 )
 
 // Code is a trade server return code, modelled on MT5 retcodes (MT4 codes in comments).
@@ -47,6 +51,7 @@ const (
 	CodeServerBusy      Code = 20003 // MT4 4 (server busy); no MT5 twin
 	CodeFencedToken     Code = 20001 // not MetaTrader: a token lower than one seen
 	CodeAuthFailed      Code = 20002 // bad login or password, unknown account
+	CodeExpired         Code = 20004 // not MetaTrader: the request arrived after its deadline
 )
 
 // TradeError is a classified error with the server's return code.
@@ -76,7 +81,7 @@ func ClassOf(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, c := range []error{ErrFenced, ErrUnknownOutcome, ErrRetryable, ErrPermanent, ErrMarketClosed, ErrDisconnected} {
+	for _, c := range []error{ErrFenced, ErrExpired, ErrUnknownOutcome, ErrRetryable, ErrPermanent, ErrMarketClosed, ErrDisconnected} {
 		if errors.Is(err, c) {
 			return c
 		}

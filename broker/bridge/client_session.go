@@ -164,6 +164,11 @@ func (s *session) Modify(ctx context.Context, req broker.ModifyRequest) (broker.
 	return w.toBroker(), nil
 }
 
+// Fence implements broker.Session.
+func (s *session) Fence(ctx context.Context, o broker.Order) error {
+	return s.call(ctx, methodFence, toWireOrder(o), nil)
+}
+
 // Close implements broker.Session: it ends the session's subscriptions and closes it on
 // the server. A session whose connection is gone is already closed there.
 func (s *session) Close() error {

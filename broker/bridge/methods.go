@@ -11,6 +11,7 @@ const (
 	methodClosePosition = "session.close_position"
 	methodModify        = "session.modify"
 	methodSubscribe     = "session.subscribe"
+	methodFence         = "session.fence"
 
 	methodProvision        = "control.provision"
 	methodMasterOpen       = "control.master_open"

@@ -31,9 +31,15 @@ type ServerOptions struct {
 	// (default 1024). When it is full, the subscriptions' forwarders wait, and events back
 	// up into the wrapped broker's subscription channels.
 	EventQueue int
+	// Clock is the server's wall clock, by which it refuses an order that arrived after
+	// its deadline (default time.Now). Tests inject one that runs ahead.
+	Clock func() time.Time
 }
 
 func (o ServerOptions) withDefaults() ServerOptions {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = 256
 	}

@@ -36,6 +36,8 @@ type Server struct {
 	wg        sync.WaitGroup // one per connection
 }
 
+func (s *Server) now() time.Time { return s.opts.Clock() }
+
 // NewServer returns a server that exposes b and, when ctl is not nil, ctl. Without a
 // controller, control requests are answered with a permanent error.
 func NewServer(b broker.Broker, ctl broker.Controller, opts ServerOptions) *Server {

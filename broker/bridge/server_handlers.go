@@ -35,9 +35,21 @@ func (c *serverConn) handle(ctx context.Context, f *inFrame) (any, error) {
 	case methodPositions:
 		p, err := sess.Positions(ctx)
 		return toWirePositions(p), err
+	case methodFence:
+		var p wireOrder
+		if err := decodeParams(f, &p); err != nil {
+			return nil, err
+		}
+		if err := c.refuseExpired(p.toBroker()); err != nil {
+			return nil, err
+		}
+		return nil, sess.Fence(ctx, p.toBroker())
 	case methodOpen:
 		var p wireOpen
 		if err := decodeParams(f, &p); err != nil {
+			return nil, err
+		}
+		if err := c.refuseExpired(p.wireOrder.toBroker()); err != nil {
 			return nil, err
 		}
 		r, err := sess.Open(ctx, p.toBroker())
@@ -47,6 +59,9 @@ func (c *serverConn) handle(ctx context.Context, f *inFrame) (any, error) {
 		if err := decodeParams(f, &p); err != nil {
 			return nil, err
 		}
+		if err := c.refuseExpired(p.wireOrder.toBroker()); err != nil {
+			return nil, err
+		}
 		r, err := sess.ClosePosition(ctx, p.toBroker())
 		return toWireOrderResult(r), err
 	case methodModify:
@@ -54,10 +69,23 @@ func (c *serverConn) handle(ctx context.Context, f *inFrame) (any, error) {
 		if err := decodeParams(f, &p); err != nil {
 			return nil, err
 		}
+		if err := c.refuseExpired(p.wireOrder.toBroker()); err != nil {
+			return nil, err
+		}
 		r, err := sess.Modify(ctx, p.toBroker())
 		return toWireOrderResult(r), err
 	}
 	return nil, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "bridge: unknown method %q", f.Method)
+}
+
+// refuseExpired refuses a request that arrived after its deadline, by this server's
+// clock, before it reaches the broker behind: it never executes (ErrExpired).
+func (c *serverConn) refuseExpired(o broker.Order) error {
+	now := c.srv.now()
+	if o.Expired(now) {
+		return broker.NewError(broker.ErrExpired, broker.CodeExpired, "bridge: request arrived %v after its deadline", now.Sub(o.Deadline))
+	}
+	return nil
 }
 
 // decodeParams decodes a request's params into v; a malformed request is permanent.

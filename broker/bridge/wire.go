@@ -114,14 +114,16 @@ type wireOrder struct {
 	RequestID uuid.UUID `json:"request_id"`
 	Token     int64     `json:"token"`
 	Node      string    `json:"node"`
+	// Deadline is an absolute instant (RFC 3339, nanoseconds); absent: none.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 func toWireOrder(o broker.Order) wireOrder {
-	return wireOrder{RequestID: o.RequestID, Token: o.Token, Node: o.Node}
+	return wireOrder{RequestID: o.RequestID, Token: o.Token, Node: o.Node, Deadline: o.Deadline}
 }
 
 func (w wireOrder) toBroker() broker.Order {
-	return broker.Order{RequestID: w.RequestID, Token: w.Token, Node: w.Node}
+	return broker.Order{RequestID: w.RequestID, Token: w.Token, Node: w.Node, Deadline: w.Deadline}
 }
 
 type wireOpen struct {

@@ -79,6 +79,7 @@ type wireOrderLogEntry struct {
 	RequestID  uuid.UUID `json:"request_id"`
 	Token      int64     `json:"token"`
 	Node       string    `json:"node"`
+	Deadline   time.Time `json:"deadline,omitzero"`
 	Op         int8      `json:"op"`
 	Symbol     string    `json:"symbol"`
 	Side       int8      `json:"side"`
@@ -97,7 +98,7 @@ func toWireOrderLog(es []broker.OrderLogEntry) []wireOrderLogEntry {
 	out := make([]wireOrderLogEntry, len(es))
 	for i, e := range es {
 		out[i] = wireOrderLogEntry{Seq: e.Seq, ServerTime: e.ServerTime, Login: e.Login, RequestID: e.RequestID,
-			Token: e.Token, Node: e.Node, Op: int8(e.Op), Symbol: e.Symbol, Side: int8(e.Side), Volume: e.Volume,
+			Token: e.Token, Node: e.Node, Deadline: e.Deadline, Op: int8(e.Op), Symbol: e.Symbol, Side: int8(e.Side), Volume: e.Volume,
 			Ticket: e.Ticket, Magic: e.Magic, Comment: e.Comment, Executed: e.Executed, Duplicate: e.Duplicate,
 			Result: int(e.Result), Error: e.Error, Master: e.Master}
 	}
@@ -108,7 +109,7 @@ func fromWireOrderLog(ws []wireOrderLogEntry) []broker.OrderLogEntry {
 	out := make([]broker.OrderLogEntry, len(ws))
 	for i, w := range ws {
 		out[i] = broker.OrderLogEntry{Seq: w.Seq, ServerTime: w.ServerTime, Login: w.Login, RequestID: w.RequestID,
-			Token: w.Token, Node: w.Node, Op: broker.OrderOp(w.Op), Symbol: w.Symbol, Side: broker.Side(w.Side),
+			Token: w.Token, Node: w.Node, Deadline: w.Deadline, Op: broker.OrderOp(w.Op), Symbol: w.Symbol, Side: broker.Side(w.Side),
 			Volume: w.Volume, Ticket: w.Ticket, Magic: w.Magic, Comment: w.Comment, Executed: w.Executed,
 			Duplicate: w.Duplicate, Result: broker.Code(w.Result), Error: w.Error, Master: w.Master}
 	}

@@ -22,6 +22,7 @@ const (
 	classMarketClosed   = "market_closed"
 	classDisconnected   = "disconnected"
 	classFenced         = "fenced"
+	classExpired        = "expired"
 )
 
 func className(class error) string {
@@ -38,6 +39,8 @@ func className(class error) string {
 		return classDisconnected
 	case broker.ErrFenced:
 		return classFenced
+	case broker.ErrExpired:
+		return classExpired
 	}
 	return ""
 }
@@ -56,6 +59,8 @@ func classByName(name string) error {
 		return broker.ErrDisconnected
 	case classFenced:
 		return broker.ErrFenced
+	case classExpired:
+		return broker.ErrExpired
 	}
 	return nil
 }

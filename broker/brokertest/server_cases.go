@@ -1,6 +1,8 @@
 package brokertest
 
 import (
+	"time"
+
 	"github.com/google/uuid"
 	"github.com/snapcopier/copier/broker"
 )
@@ -11,6 +13,58 @@ func serverCases() []testCase {
 		{"TokenEnforcement", testTokens},
 		{"DedupRequests", testDedup},
 		{"OrderLog", testOrderLog},
+		{"ExpiredDeadline", testExpired},
+		{"Fence", testFence},
+	}
+}
+
+// testExpired: an order that arrives after its deadline is refused and never executes,
+// whatever the request; one with a deadline ahead executes.
+func testExpired(h *harness) {
+	const login = "acct-expired"
+	s := h.account(login, broker.Hedging)
+	sym := h.symbol(s)
+	late := order(1)
+	late.Deadline = time.Now().Add(-time.Second)
+	_, err := s.Open(h.ctx, broker.OpenRequest{Order: late, Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot})
+	h.wantErr(err, broker.ErrExpired, broker.CodeExpired)
+	ok := order(1)
+	ok.Deadline = time.Now().Add(time.Minute)
+	first, err := s.Open(h.ctx, broker.OpenRequest{Order: ok, Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot})
+	h.must(err)
+	late.RequestID = uuid.New()
+	_, err = s.ClosePosition(h.ctx, broker.CloseRequest{Order: late, Ticket: first.Ticket})
+	h.wantErr(err, broker.ErrExpired, broker.CodeExpired)
+	late.RequestID = uuid.New()
+	_, err = s.Modify(h.ctx, broker.ModifyRequest{Order: late, Ticket: first.Ticket})
+	h.wantErr(err, broker.ErrExpired, broker.CodeExpired)
+	if ps := h.positions(s, login); len(ps) != 1 {
+		h.t.Fatalf("want only the open with a deadline ahead, got %+v", ps)
+	}
+	for _, e := range h.orderLog() {
+		if e.Login == login && e.Executed && e.Deadline.Before(e.ServerTime) {
+			h.t.Fatalf("log entry %+v executed after its deadline", e)
+		}
+	}
+}
+
+// testFence: Fence raises the highest token seen without an order; a lower token is then
+// fenced, and a lower or expired Fence fails.
+func testFence(h *harness) {
+	const login = "acct-fence"
+	s := h.account(login, broker.Hedging)
+	sym := h.symbol(s)
+	h.must(h.env.Control.SetOptions(h.ctx, broker.ServerOptions{EnforceTokens: true}))
+	h.must(s.Fence(h.ctx, order(8)))
+	_, err := s.Open(h.ctx, broker.OpenRequest{Order: order(7), Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot})
+	h.wantErr(err, broker.ErrFenced, broker.CodeFencedToken)
+	h.wantErr(s.Fence(h.ctx, order(7)), broker.ErrFenced, broker.CodeFencedToken)
+	late := order(9)
+	late.Deadline = time.Now().Add(-time.Second)
+	h.wantErr(s.Fence(h.ctx, late), broker.ErrExpired, broker.CodeExpired)
+	h.must(s.Fence(h.ctx, order(8)))
+	if ps := h.positions(s, login); len(ps) != 0 {
+		h.t.Fatalf("Fence opened positions: %+v", ps)
 	}
 }
 

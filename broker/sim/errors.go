@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/snapcopier/copier/broker"
 )
@@ -45,6 +46,10 @@ func errTimeout() error {
 
 func errFenced(token, seen int64) error {
 	return broker.NewError(broker.ErrFenced, broker.CodeFencedToken, "token %d is lower than %d", token, seen)
+}
+
+func errExpired(deadline, now time.Time) error {
+	return broker.NewError(broker.ErrExpired, broker.CodeExpired, "arrived %v after its deadline", now.Sub(deadline))
 }
 
 // errNotSent classifies a context that ended before a request reached the server: the

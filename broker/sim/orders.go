@@ -13,8 +13,8 @@ import (
 type execFunc func(a *account, now time.Time) (outcome, error)
 
 // order runs an order request from a session through the server, in this order:
-// latency (before the request is sent; ctx may end it), then under the account lock a
-// disconnect draw (fails before executing and drops the account's feeds), a timeout draw
+// latency (before the request is sent; ctx may end it), then under the account lock the
+// deadline (a request that arrives after it is refused), a disconnect draw (fails before executing and drops the account's feeds), a timeout draw
 // (on a hit a coin decides whether the request or its reply was lost: either way the
 // caller gets ErrUnknownOutcome, and the order was processed only when the reply was
 // lost), then token fencing, de-duplication, a requote draw and the order itself. Every
@@ -31,8 +31,12 @@ func (ss *session) order(ctx context.Context, ord broker.Order, e broker.OrderLo
 	now := s.now()
 	s.sweepLocked(a, now)
 	e.ServerTime, e.Login = now, a.login
-	e.RequestID, e.Token, e.Node = ord.RequestID, ord.Token, ord.Node
+	e.RequestID, e.Token, e.Node, e.Deadline = ord.RequestID, ord.Token, ord.Node, ord.Deadline
 	describeLocked(a, &e)
+	if ord.Expired(now) {
+		// Arrived after its deadline, by this server's clock: refused, never executed.
+		return s.rejectLocked(e, errExpired(ord.Deadline, now))
+	}
 
 	if chance(a.rng, f.DisconnectRate) {
 		s.dropFeedsLocked(a)

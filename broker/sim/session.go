@@ -138,6 +138,27 @@ func (ss *session) Modify(ctx context.Context, req broker.ModifyRequest) (broker
 	})
 }
 
+// Fence implements broker.Session: it raises the account's highest seen token to o.Token
+// (refusing a lower one when tokens are enforced, and an expired o). Nothing is logged:
+// it is not an order.
+func (ss *session) Fence(ctx context.Context, o broker.Order) error {
+	if _, err := ss.begin(ctx); err != nil {
+		return err
+	}
+	s, a := ss.srv, ss.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := s.now()
+	if o.Expired(now) {
+		return errExpired(o.Deadline, now)
+	}
+	if s.opts.Load().EnforceTokens && o.Token < a.tokenHWM {
+		return errFenced(o.Token, a.tokenHWM)
+	}
+	a.tokenHWM = max(a.tokenHWM, o.Token)
+	return nil
+}
+
 // Subscribe implements broker.Session: a new stream of the account's events with a new
 // epoch, Seq from 1. It closes when ctx ends, the session closes, the connection drops
 // (DisconnectRate) or its buffer overflows.
