@@ -24,6 +24,8 @@ const (
 	causePeriodic = "periodic"
 	causeConfig   = "config"
 	causeAgain    = "again"
+	// causeOrderFailed: an order failed without executing (disconnected, market closed).
+	causeOrderFailed = "order_failed"
 )
 
 // linkState is one enabled link of the follower.
@@ -80,6 +82,8 @@ type accountActor struct {
 	dirty       bool   // a reconcile is due
 	lastRecon   time.Time
 	stopped     bool
+	tokenRaised bool // this epoch's token reached the trade server (Session.Fence)
+	orderFails  int  // orders failed in a row without executing, for the repair backoff
 }
 
 func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate) actor.Producer {
@@ -125,6 +129,9 @@ func (a *accountActor) Receive(ctx actor.Context) {
 		a.onReconciled(ctx, m)
 	case accountTick:
 		a.onTick(ctx)
+	case repairDue:
+		a.dirty = true
+		a.maybeReconcile(ctx, m.cause)
 	}
 }
 
@@ -336,6 +343,15 @@ func (a *accountActor) maybeReconcile(ctx actor.Context, cause string) {
 		a.board.update(func(s *AccountStatus) { s.Phase = PhaseDirty })
 		return // the next accountTick after a renewal retries
 	}
+	for _, mv := range a.masters {
+		if mv.session == nil {
+			return // wait for the feed to connect; masterSession retries
+		}
+	}
+	if !a.raiseToken() {
+		a.board.update(func(s *AccountStatus) { s.Phase = PhaseDirty })
+		return // the next accountTick retries
+	}
 	req := reconcile.Request{AccountID: a.id, Follower: a.session, Masters: map[int64]broker.Session{}, Cause: cause, ReplyTo: ctx.Self()}
 	for id, mv := range a.masters {
 		if mv.session == nil {
@@ -373,6 +389,8 @@ func (a *accountActor) countReconcile(cause string) {
 		m.ReconcilesGate.Add(1)
 	case causeUnknown:
 		m.ReconcilesUnknown.Add(1)
+	case causeOrderFailed:
+		m.ReconcilesOrderFailed.Add(1)
 	case causePeriodic:
 		m.ReconcilesPeriodic.Add(1)
 	case causeConfig:

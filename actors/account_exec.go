@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
 )
@@ -44,7 +46,7 @@ func (a *accountActor) execute(ctx actor.Context, l linkState, res reconcile.Res
 			if errors.Is(err, broker.ErrUnknownOutcome) {
 				rows = append(rows, a.mapRows(act.UnknownOutcomeChanges(l.row.ID, a.follower.Info.Mode))...)
 			}
-			if !a.onOrderError(act, err) {
+			if !a.onOrderError(ctx, act, err) {
 				return false
 			}
 			continue
@@ -74,13 +76,20 @@ var errGateClosed = errors.New("lease gate closed")
 // lease epoch and a request id derived from what the order is (requestID): the same
 // after an unknown outcome, new after any known one. Retryable errors are retried with
 // growing pauses.
+//
+// The gate check returns a ticket (epoch and trust left, read together once); the order's
+// token, its context deadline (the earlier of the order timeout and the trust) and the
+// deadline it carries to the trade server all come from that one ticket, never from a
+// later reading: an order that waits in a queue past its trust is refused by the receiver,
+// and cannot pick up a newer epoch's trust if the node claims the account again meanwhile.
 func (a *accountActor) send(act reconcile.Action) (broker.OrderResult, error) {
 	var err error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if attempt > 1 {
 			time.Sleep(backoff(attempt-1, 50*time.Millisecond, time.Second))
 		}
-		if !a.gate.HoldsLease() || a.e.halted.Load() {
+		tk, open := a.gate.Check()
+		if !open || a.e.halted.Load() {
 			// Cut off from the database long enough that another node may own this account:
 			// sending could duplicate its copies. The reconcile after the next renewal (or
 			// on the new owner) catches up.
@@ -91,13 +100,13 @@ func (a *accountActor) send(act reconcile.Action) (broker.OrderResult, error) {
 			a.e.log.Warn().Int64("account", a.id).Int64("epoch", a.epoch).Str("dropped", act.String()).Msg("lease not confirmed, order not sent")
 			return broker.OrderResult{}, errGateClosed
 		}
-		key := requestKey(a.id, a.epoch, act)
-		order := broker.Order{RequestID: a.sent.next(key), Token: a.epoch, Node: a.e.cfg.NodeID}
+		key := requestKey(a.id, tk.Epoch, act)
 		var res broker.OrderResult
-		res, err = a.call(act, order)
+		res, err = a.call(act, tk, a.sent.next(key))
 		a.sent.settled(key, err)
 		if err == nil {
 			a.e.metrics.OrdersOK.Add(1)
+			a.orderFails = 0
 			return res, nil
 		}
 		if !errors.Is(err, broker.ErrRetryable) {
@@ -108,8 +117,16 @@ func (a *accountActor) send(act reconcile.Action) (broker.OrderResult, error) {
 	return broker.OrderResult{}, err
 }
 
-func (a *accountActor) call(act reconcile.Action, o broker.Order) (broker.OrderResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), a.e.cfg.OrderTimeout)
+// orderFor is the Order of one broker request under ticket tk, with the context that
+// bounds it: both end with the trust of tk (and the context with the order timeout too).
+func (a *accountActor) orderFor(tk leasekeeper.Ticket, id uuid.UUID) (context.Context, context.CancelFunc, broker.Order) {
+	ctx, cancel := context.WithTimeout(context.Background(), min(a.e.cfg.OrderTimeout, tk.Remaining))
+	o := broker.Order{RequestID: id, Token: tk.Epoch, Node: a.e.cfg.NodeID, Deadline: time.Now().Add(tk.Remaining)}
+	return ctx, cancel, o
+}
+
+func (a *accountActor) call(act reconcile.Action, tk leasekeeper.Ticket, id uuid.UUID) (broker.OrderResult, error) {
+	ctx, cancel, o := a.orderFor(tk, id)
 	defer cancel()
 	switch act.Kind {
 	case reconcile.Open:
@@ -122,17 +139,72 @@ func (a *accountActor) call(act reconcile.Action, o broker.Order) (broker.OrderR
 	return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "unknown action %v", act.Kind)
 }
 
+// raiseToken makes the account's first broker request after a claim carry the new token
+// (Session.Fence), before anything reads positions to reconcile: from then on a broker that
+// checks tokens refuses the previous owner's stale orders. It reports whether the token
+// is up; on false the account stays dirty and a later tick tries again.
+func (a *accountActor) raiseToken() bool {
+	if a.tokenRaised {
+		return true
+	}
+	tk, open := a.gate.Check()
+	if !open || a.e.halted.Load() {
+		return false
+	}
+	ctx, cancel, o := a.orderFor(tk, uuid.New())
+	defer cancel()
+	err := a.session.Fence(ctx, o)
+	switch {
+	case err == nil:
+		a.tokenRaised = true
+		return true
+	case errors.Is(err, broker.ErrFenced):
+		a.e.metrics.OrdersFenced.Add(1)
+		a.gate.Fence()
+		a.e.log.Warn().Err(err).Int64("account", a.id).Int64("epoch", a.epoch).Msg("token is stale at the trade server; account lost")
+	default:
+		a.e.log.Warn().Err(err).Int64("account", a.id).Int64("epoch", a.epoch).Msg("could not raise the fencing token; retrying")
+	}
+	a.dirty = true
+	return false
+}
+
+// repairDue asks for a reconcile after an order failed on any path (event or plan).
+type repairDue struct{ cause string }
+
+// repairSoon asks the Reconciler after delay (0: as soon as the current message is done),
+// as a message, so a reconcile never starts in the middle of executing another's plan.
+func (a *accountActor) repairSoon(ctx actor.Context, cause string, delay time.Duration) {
+	a.dirty = true
+	self := ctx.Self()
+	if delay <= 0 {
+		ctx.Send(self, repairDue{cause: cause})
+		return
+	}
+	root := ctx.ActorSystem().Root
+	time.AfterFunc(delay, func() { root.Send(self, repairDue{cause: cause}) })
+}
+
 // onOrderError records a failed order; it returns true when the plan may go on.
-func (a *accountActor) onOrderError(act reconcile.Action, err error) bool {
+func (a *accountActor) onOrderError(ctx actor.Context, act reconcile.Action, err error) bool {
 	m := a.e.metrics
 	log := a.e.log.Warn().Err(err).Int64("account", a.id).Int64("epoch", a.epoch).Str("action", act.String())
 	a.board.update(func(s *AccountStatus) { s.LastError = err.Error() })
 	switch {
 	case errors.Is(err, broker.ErrFenced):
-		// The server has seen a newer token: another node owns this account now.
+		// The server has seen a newer token: another node owns this account now. The gate
+		// stays closed until the account is claimed with a new epoch.
 		m.OrdersFenced.Add(1)
-		a.gate.Revoke()
+		a.dirty = true
+		a.gate.Fence()
 		log.Msg("order rejected: fencing token is stale; account lost")
+		return false
+	case errors.Is(err, broker.ErrExpired):
+		// It reached the server after its trust ran out and was refused: nothing executed.
+		// The reconcile after the next renewal (or on the new owner) catches up.
+		m.OrdersExpired.Add(1)
+		a.dirty = true
+		log.Msg("order refused: it arrived after the lease trust ended")
 		return false
 	case errors.Is(err, broker.ErrPermanent):
 		m.OrdersPermanent.Add(1)
@@ -143,16 +215,22 @@ func (a *accountActor) onOrderError(act reconcile.Action, err error) bool {
 		log.Msg("order still refused after retries; reconcile later")
 		return true
 	case errors.Is(err, broker.ErrUnknownOutcome):
-		// Never resend blindly: the order may have executed. Reconcile first.
+		// Never resend blindly: the order may have executed. Reconcile first, at once.
 		m.OrdersUnknown.Add(1)
-		a.dirty = true
-		a.again = true
+		a.repairSoon(ctx, causeUnknown, 0)
 		log.Msg("order outcome unknown; reconciling")
 		return false
-	default: // market closed, disconnected, unclassified
+	case errors.Is(err, broker.ErrMarketClosed):
 		m.OrdersOther.Add(1)
-		a.dirty = true
-		log.Msg("order failed; reconcile later")
+		a.orderFails++
+		a.repairSoon(ctx, causeOrderFailed, backoff(a.orderFails, 5*time.Second, time.Minute))
+		log.Msg("market closed; reconcile later")
+		return false
+	default: // disconnected, unclassified
+		m.OrdersOther.Add(1)
+		a.orderFails++
+		a.repairSoon(ctx, causeOrderFailed, backoff(a.orderFails, 250*time.Millisecond, 30*time.Second))
+		log.Msg("order failed; reconcile after a pause")
 		return false
 	}
 }
@@ -250,6 +328,8 @@ func errorClassName(err error) string {
 		return "disconnected"
 	case broker.ErrFenced:
 		return "fenced"
+	case broker.ErrExpired:
+		return "expired"
 	}
 	return "error"
 }

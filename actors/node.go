@@ -156,6 +156,9 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 		return nil, fmt.Errorf("%w: a database pool and a broker are required", ErrConfig)
 	}
 	if deps.Clock == nil {
+		if err := leasekeeper.CheckSystemClock(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
 		deps.Clock = leasekeeper.SystemClock{}
 	}
 	if deps.Credentials == nil {
@@ -234,7 +237,7 @@ type Snapshot struct {
 	NodeID       string
 	Platform     string
 	GateOpen     bool
-	TrustedUntil time.Time // zero when never confirmed
+	TrustedUntil time.Time // wall-clock time; zero when never confirmed or revoked
 	Remaining    time.Duration
 	LastCycle    leasekeeper.CycleReport
 	Accounts     []AccountStatus
@@ -243,7 +246,10 @@ type Snapshot struct {
 // Snapshot reads the node's live state.
 func (n *Node) Snapshot() Snapshot {
 	s := Snapshot{NodeID: n.e.cfg.NodeID, Platform: n.e.cfg.Platform, GateOpen: n.nodeGate.HoldsLease(), Remaining: n.nodeGate.Remaining()}
-	s.TrustedUntil, _ = n.nodeGate.TrustedUntil()
+	if _, ok := n.nodeGate.TrustedUntil(); ok {
+		// The gate's clock counts from boot; a console wants wall-clock time.
+		s.TrustedUntil = time.Now().Add(s.Remaining)
+	}
 	n.lastMu.Lock()
 	s.LastCycle = n.last
 	n.lastMu.Unlock()
@@ -270,11 +276,12 @@ func (n *Node) SetDraining(draining bool) {
 // claim at once, and the actor system ends. Safe to call more than once.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
-		timeout := 30 * time.Second
+		// One budget for the whole shutdown: the keeper splits it so the release always runs.
+		deadline := time.Now().Add(leasekeeper.DefaultShutdownTimeout)
 		if dl, ok := ctx.Deadline(); ok {
-			timeout = time.Until(dl)
+			deadline = dl
 		}
-		res, err := n.system.Root.RequestFuture(n.keeper, leasekeeper.Shutdown{}, timeout).Result()
+		res, err := n.system.Root.RequestFuture(n.keeper, leasekeeper.Shutdown{Deadline: deadline}, max(time.Until(deadline), time.Second)).Result()
 		if err != nil {
 			n.stopErr = fmt.Errorf("node stop: %w", err)
 		} else if done, ok := res.(leasekeeper.ShutdownDone); ok {
@@ -295,10 +302,13 @@ func (n *Node) Stop(ctx context.Context) error {
 // other nodes only when their leases expire. For fault drills and tests.
 func (n *Node) Halt() {
 	n.stopOnce.Do(func() {
-		n.nodeGate.Revoke()
-		root := n.system.Root
-		_ = root.StopFuture(n.keeper).Wait() // no more cycles: no renewal, no release
 		n.e.halted.Store(true)
+		root := n.system.Root
+		// Every gate closes for good before Halt returns; a cycle in flight cannot reopen
+		// one. Then no more cycles: no renewal, no release.
+		_, _ = root.RequestFuture(n.keeper, leasekeeper.Halt{}, 30*time.Second).Result()
+		n.nodeGate.Fence()
+		_ = root.StopFuture(n.keeper).Wait()
 		for _, pid := range []*actor.PID{n.e.supervisor, n.e.reconciler, n.e.writer} {
 			_ = root.StopFuture(pid).Wait()
 		}

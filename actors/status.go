@@ -133,6 +133,7 @@ type Metrics struct {
 	OrdersUnknown      atomic.Int64
 	OrdersPermanent    atomic.Int64
 	OrdersFenced       atomic.Int64
+	OrdersExpired      atomic.Int64 // refused by the receiver: arrived after the lease trust ended
 	OrdersOther        atomic.Int64
 	DroppedWork        atomic.Int64
 	ReconcilesGap      atomic.Int64
@@ -142,17 +143,20 @@ type Metrics struct {
 	ReconcilesPeriodic atomic.Int64
 	ReconcilesRestart  atomic.Int64
 	ReconcilesConfig   atomic.Int64
-	ReconcilesChained  atomic.Int64 // another reconcile right after one: events or causes arrived during it
-	StaleWritesRefused atomic.Int64
-	Crashes            atomic.Int64
-	Cycles             atomic.Int64
-	CycleFailures      atomic.Int64
-	Claims             atomic.Int64
-	Renewals           atomic.Int64
-	Releases           atomic.Int64
-	Lost               atomic.Int64
-	latency            latencyHistogram
-	cycle              latencyHistogram
+	// ReconcilesOrderFailed: an order failed without executing (disconnected, market
+	// closed) and the account is repaired after a pause.
+	ReconcilesOrderFailed atomic.Int64
+	ReconcilesChained     atomic.Int64 // another reconcile right after one: events or causes arrived during it
+	StaleWritesRefused    atomic.Int64
+	Crashes               atomic.Int64
+	Cycles                atomic.Int64
+	CycleFailures         atomic.Int64
+	Claims                atomic.Int64
+	Renewals              atomic.Int64
+	Releases              atomic.Int64
+	Lost                  atomic.Int64
+	latency               latencyHistogram
+	cycle                 latencyHistogram
 }
 
 // CopyLatency returns the copy latency histogram (master event to follower order).

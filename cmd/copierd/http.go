@@ -205,6 +205,7 @@ func counterDefs() []counterDef {
 			{"unknown_outcome", func(m *actors.Metrics) int64 { return m.OrdersUnknown.Load() }},
 			{"permanent", func(m *actors.Metrics) int64 { return m.OrdersPermanent.Load() }},
 			{"fenced", func(m *actors.Metrics) int64 { return m.OrdersFenced.Load() }},
+			{"expired", func(m *actors.Metrics) int64 { return m.OrdersExpired.Load() }},
 			{"other", func(m *actors.Metrics) int64 { return m.OrdersOther.Load() }},
 		}},
 		{name: "copier_dropped_work_total", help: "Orders dropped because the lease gate was closed.",
@@ -217,6 +218,7 @@ func counterDefs() []counterDef {
 			{"periodic", func(m *actors.Metrics) int64 { return m.ReconcilesPeriodic.Load() }},
 			{"restart", func(m *actors.Metrics) int64 { return m.ReconcilesRestart.Load() }},
 			{"config", func(m *actors.Metrics) int64 { return m.ReconcilesConfig.Load() }},
+			{"order_failed", func(m *actors.Metrics) int64 { return m.ReconcilesOrderFailed.Load() }},
 			{"chained", func(m *actors.Metrics) int64 { return m.ReconcilesChained.Load() }},
 		}},
 		{name: "copier_stale_writes_refused_total", help: "Fenced writes the database refused (the account had moved on).",
@@ -429,5 +431,5 @@ func nodeRow(n *actors.Node) statusRow {
 
 // ordersFailed is the number of orders that did not succeed, whatever the class.
 func ordersFailed(m *actors.Metrics) int64 {
-	return m.OrdersRetryable.Load() + m.OrdersUnknown.Load() + m.OrdersPermanent.Load() + m.OrdersFenced.Load() + m.OrdersOther.Load()
+	return m.OrdersRetryable.Load() + m.OrdersUnknown.Load() + m.OrdersPermanent.Load() + m.OrdersFenced.Load() + m.OrdersExpired.Load() + m.OrdersOther.Load()
 }

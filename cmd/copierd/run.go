@@ -51,7 +51,7 @@ trusted lease), /metrics (Prometheus) and / (a status page) are served.`
 type runFlags struct {
 	dbURL, platform, broker, bridgeToken, nodeID string
 	capacity                                     int
-	lease, fence, interval                       time.Duration
+	lease, fence, interval, clockSkew            time.Duration
 	reconcileEvery, orderTimeout                 time.Duration
 	shutdownTimeout                              time.Duration
 	httpAddr, logFormat, logLevel                string
@@ -71,6 +71,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.lease, "lease", leasekeeper.DefaultLease, "lease length: lease_until = now() + lease on every renewal")
 	fs.DurationVar(&f.fence, "fence", leasekeeper.DefaultFence, "stop sending orders this long before a lease could end (< lease)")
 	fs.DurationVar(&f.interval, "interval", leasekeeper.DefaultInterval, "time between lease cycles (< lease − fence)")
+	fs.DurationVar(&f.clockSkew, "clock-skew", leasekeeper.DefaultClockSkew, "most this node's clock and the trade server's may disagree; an order's deadline is checked by the receiver (fence > skew + drift)")
 	fs.DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Minute, "reconcile every account this often to repair drift (negative: never)")
 	fs.DurationVar(&f.orderTimeout, "order-timeout", 10*time.Second, "deadline of one broker call")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
@@ -104,7 +105,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.capacity < 0 {
 		return usageErr(fmt.Errorf("--capacity must be ≥ 0 (got %d)", f.capacity))
 	}
-	timing := leasekeeper.Config{Lease: f.lease, Fence: f.fence, Interval: f.interval}
+	timing := leasekeeper.Config{Lease: f.lease, Fence: f.fence, Interval: f.interval, ClockSkew: f.clockSkew}
 	if err := timing.Validate(); err != nil {
 		return usageErr(err)
 	}

@@ -186,6 +186,7 @@ func TestRunBadConfigExitsTwoWithOneLine(t *testing.T) {
 		{"fence above lease", base("--lease", "10s", "--fence", "20s"), nil, "must be shorter than lease"},
 		{"interval too long", base("--lease", "60s", "--fence", "15s", "--interval", "50s"), nil, "interval (50s) must be shorter than lease − fence (45s)"},
 		{"zero fence", base("--fence", "0s"), nil, "fence must be positive"},
+		{"clock skew not inside the fence", base("--lease", "6s", "--fence", "2s", "--interval", "300ms", "--clock-skew", "2s"), nil, "fence (2s) must exceed clock skew (2s)"},
 		{"negative capacity", base("--capacity", "-1"), nil, "capacity must be ≥ 0"},
 		{"bad node id", base("--node-id", "a b"), nil, `--node-id "a b"`},
 		{"bad log format", base("--log-format", "xml"), nil, `--log-format "xml": want json or console`},
@@ -262,7 +263,7 @@ func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
 	}
 	flags := map[string][]string{
 		"run": {"database-url", "platform", "broker", "bridge-token", "node-id", "capacity", "lease", "fence", "interval",
-			"http", "log-format", "log-level", "COPIER_BRIDGE_TOKEN"},
+			"clock-skew", "http", "log-format", "log-level", "COPIER_BRIDGE_TOKEN"},
 		"sim": {"listen", "seed", "token", "requote-rate", "timeout-rate", "disconnect-rate", "drop-event-rate", "latency",
 			"enforce-tokens", "dedup", "fix", "fix-comp-id"},
 		"demo":   {"database-url", "nodes", "masters", "followers", "http", "duration"},
