@@ -19,7 +19,10 @@ import (
 // while frozen, every order call blocks just before it reaches the trade server.
 type freezingBroker struct {
 	broker.Broker
-	mu      sync.Mutex
+	// noDeadline strips the order's deadline: a venue that cannot check one (MetaTrader),
+	// where only the token and the marker are left.
+	noDeadline bool
+	mu         sync.Mutex
 	release chan struct{} // nil: not frozen
 	held    sync.WaitGroup
 	blocked int
@@ -69,38 +72,68 @@ type freezingSession struct {
 	f *freezingBroker
 }
 
+// The request was already on its way when the process froze: it reaches the trade server
+// after the thaw whatever its context says (the sender's context deadline cannot stop
+// it; only the receiver's deadline check or the token can).
 func (s *freezingSession) Open(ctx context.Context, r broker.OpenRequest) (broker.OrderResult, error) {
 	s.f.wait()
-	return s.Session.Open(ctx, r)
+	s.f.strip(&r.Order)
+	return s.Session.Open(context.WithoutCancel(ctx), r)
 }
 
 func (s *freezingSession) ClosePosition(ctx context.Context, r broker.CloseRequest) (broker.OrderResult, error) {
 	s.f.wait()
-	return s.Session.ClosePosition(ctx, r)
+	s.f.strip(&r.Order)
+	return s.Session.ClosePosition(context.WithoutCancel(ctx), r)
 }
 
 func (s *freezingSession) Modify(ctx context.Context, r broker.ModifyRequest) (broker.OrderResult, error) {
 	s.f.wait()
-	return s.Session.Modify(ctx, r)
+	s.f.strip(&r.Order)
+	return s.Session.Modify(context.WithoutCancel(ctx), r)
+}
+
+func (f *freezingBroker) strip(o *broker.Order) {
+	if f.noDeadline {
+		o.Deadline = time.Time{}
+	}
 }
 
 // TestFreezeLongerThanTheFence: n1 passes its gate, then freezes in the send for longer
 // than the fence while cut from the database; n2 takes over and copies; then n1's held
-// orders reach the server with a stale token. With token enforcement they are rejected;
-// without it the duplicates they open are closed by n2's reconcile.
+// orders reach the server. They carry the deadline of the gate check that let them
+// through, and the server refuses them as expired. On a venue that cannot check a
+// deadline: with token enforcement they are fenced; without it the duplicates they open
+// are closed by n2's reconcile.
 func TestFreezeLongerThanTheFence(t *testing.T) {
-	for _, enforce := range []bool{true, false} {
-		t.Run(fmt.Sprintf("enforce=%v", enforce), func(t *testing.T) { freezeScenario(t, enforce) })
+	for _, sc := range []freeze{{enforce: false, deadline: true}, {enforce: true, noDeadline: true}, {enforce: false, noDeadline: true}} {
+		t.Run(fmt.Sprintf("enforce=%v,deadline=%v", sc.enforce, !sc.noDeadline), func(t *testing.T) { freezeScenario(t, sc) })
 	}
 }
 
-func freezeScenario(t *testing.T, enforce bool) {
+// TestOrderQueuedAcrossALoseAndReclaim: n1's orders wait in the send while n1 loses its
+// accounts to n2, n2 lets them go and n1 claims them again with a new epoch. The waiting
+// orders were checked under the old epoch and carry its deadline: the server refuses
+// every one, and no order by any node executes after its deadline.
+func TestOrderQueuedAcrossALoseAndReclaim(t *testing.T) {
+	freezeScenario(t, freeze{deadline: true, reclaim: true})
+}
+
+type freeze struct {
+	enforce    bool
+	noDeadline bool // the venue cannot check deadlines
+	deadline   bool // expect the held orders refused as expired
+	reclaim    bool // n2 lets go and n1 claims again before the thaw
+}
+
+func freezeScenario(t *testing.T, sc freeze) {
+	enforce := sc.enforce
 	c := newCluster(t, 1, 10)
 	ctx := context.Background()
 	must(t, c.sim.SetOptions(ctx, broker.ServerOptions{EnforceTokens: enforce}))
 	db := c.proxiedPool("pg-n1")
 
-	fb := &freezingBroker{Broker: c.sim}
+	fb := &freezingBroker{Broker: c.sim, noDeadline: sc.noDeadline}
 	n1, err := actors.Start(ctx, actors.Config{NodeID: "n1", Platform: "sim", Capacity: 100, Lease: shortLease, ReconcileEvery: -1,
 		OrderTimeout: time.Minute}, // the frozen orders outlive the freeze, however slow the takeover
 		actors.Deps{Pool: db.pool, Broker: fb, Logger: zerolog.Nop()})
@@ -134,6 +167,19 @@ func freezeScenario(t *testing.T, enforce bool) {
 	})
 	c.eventually("n2 owns all", 30*time.Second, c.allOwned("n2"))
 	c.eventually("n2 copied x", 30*time.Second, c.converged)
+	if sc.reclaim {
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		must(t, n2.Stop(sctx))
+		cancel()
+		before := c.owners()
+		db.cut(false)
+		c.eventually("n1 claimed its accounts again", 30*time.Second, c.allOwned("n1"))
+		for id, r := range c.owners() {
+			if r.Epoch <= before[id].Epoch {
+				t.Fatalf("account %d: epoch %d after the reclaim, want above %d", id, r.Epoch, before[id].Epoch)
+			}
+		}
+	}
 
 	// Thaw: n1's held orders reach the server with the old epoch.
 	logBefore, err := c.sim.OrderLog(ctx, 0, 0)
@@ -152,16 +198,40 @@ func freezeScenario(t *testing.T, enforce bool) {
 		return len(stale) >= len(c.followers), fmt.Sprint(len(stale), " arrived")
 	})
 	for _, e := range stale {
-		if enforce && (e.Executed || e.Result != broker.CodeFencedToken) {
+		if sc.deadline && (e.Executed || e.Result != broker.CodeExpired) {
+			t.Errorf("an order held past its deadline was not refused as expired: %+v", e)
+		}
+		if !sc.deadline && enforce && (e.Executed || e.Result != broker.CodeFencedToken) {
 			t.Errorf("stale order accepted with token enforcement: %+v", e)
 		}
 		if e.Comment != "" && !strings.HasSuffix(e.Comment, fmt.Sprint(x.Ticket)) {
 			t.Errorf("unexpected stale order %+v", e)
 		}
 	}
-	if !enforce && len(c.duplicateOpens()) == 0 {
+	if sc.deadline {
+		checkDeadlines(t, c)
+	}
+	if !sc.deadline && !enforce && len(c.duplicateOpens()) == 0 {
 		t.Error("without enforcement the stale orders should have opened duplicates for n2 to repair")
 	}
 	// Either way nothing is left duplicated.
 	c.eventually("duplicates repaired", 30*time.Second, c.converged)
+}
+
+// checkDeadlines reads the simulator's order log: every node's order carries a deadline,
+// and none executed after it (by the server's clock).
+func checkDeadlines(t *testing.T, c *cluster) {
+	t.Helper()
+	log, err := c.sim.OrderLog(context.Background(), 0, 0)
+	must(t, err)
+	for _, e := range log {
+		if e.Master {
+			continue
+		}
+		if e.Deadline.IsZero() {
+			t.Errorf("order without a deadline: %+v", e)
+		} else if e.Executed && e.ServerTime.After(e.Deadline) {
+			t.Errorf("order executed %v after its deadline: %+v", e.ServerTime.Sub(e.Deadline), e)
+		}
+	}
 }

@@ -1,0 +1,147 @@
+package actors_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/store"
+)
+
+// TestUnknownOutcomeOnTheEventPathReconcilesAtOnce: a copy made from a master event times
+// out with an unknown outcome; the account asks the Reconciler at once, counted under
+// unknown_outcome, not at the next tick or master event.
+func TestUnknownOutcomeOnTheEventPathReconcilesAtOnce(t *testing.T) {
+	c := newCluster(t, 1, 1)
+	ctx := context.Background()
+	mark := c.signals.Len()
+	n1 := c.start("n1", 10, nil)
+	c.awaitIdle("follower loaded and in step", mark, c.followers)
+	f := c.followers[0]
+	must(t, c.sim.SetFaults(ctx, fmt.Sprintf("f%d", f), broker.Faults{TimeoutRate: 1}))
+	mark = c.signals.Len()
+	c.masterOpen(1, "EURUSD", broker.Buy, 0.1, 0, 0)
+	c.awaitSignals("the repair after the unknown outcome", mark, func(sigs []actors.Signal) (bool, string) {
+		for _, s := range sigs {
+			if s.Kind == actors.SignalReconcileStarted && s.Account == f {
+				if s.Cause != "unknown_outcome" {
+					t.Fatalf("the first reconcile after an unknown outcome ran for %q", s.Cause)
+				}
+				return true, ""
+			}
+		}
+		return false, "no reconcile yet"
+	})
+	must(t, c.sim.SetFaults(ctx, fmt.Sprintf("f%d", f), broker.Faults{}))
+	c.eventually("copied", 30*time.Second, c.converged)
+	if n1.Metrics().ReconcilesUnknown.Load() == 0 {
+		t.Fatal("unknown_outcome reconciles not counted")
+	}
+}
+
+// tokenRecorder records, per account, the session calls in order.
+type tokenRecorder struct {
+	broker.Broker
+	mu    sync.Mutex
+	calls map[string][]string
+}
+
+func (r *tokenRecorder) add(login, call string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls[login] = append(r.calls[login], call)
+}
+
+func (r *tokenRecorder) of(login string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls[login]...)
+}
+
+func (r *tokenRecorder) Connect(ctx context.Context, cr broker.Credentials) (broker.Session, error) {
+	s, err := r.Broker.Connect(ctx, cr)
+	if err != nil {
+		return nil, err
+	}
+	r.add(cr.Login, "connect")
+	return &tokenRecordingSession{Session: s, r: r, login: cr.Login}, nil
+}
+
+type tokenRecordingSession struct {
+	broker.Session
+	r     *tokenRecorder
+	login string
+}
+
+func (s *tokenRecordingSession) Positions(ctx context.Context) ([]broker.Position, error) {
+	s.r.add(s.login, "positions")
+	return s.Session.Positions(ctx)
+}
+
+func (s *tokenRecordingSession) Open(ctx context.Context, o broker.OpenRequest) (broker.OrderResult, error) {
+	s.r.add(s.login, fmt.Sprintf("open:%d", o.Token))
+	return s.Session.Open(ctx, o)
+}
+
+func (s *tokenRecordingSession) Fence(ctx context.Context, o broker.Order) error {
+	s.r.add(s.login, fmt.Sprintf("fence:%d", o.Token))
+	return s.Session.Fence(ctx, o)
+}
+
+// TestNewOwnerRaisesTheTokenBeforeReadingPositions: after a takeover, the new owner's
+// first request for each follower carries the new epoch (Session.Fence), before it reads
+// positions to reconcile; from then on the broker refuses the old owner's stale orders.
+func TestNewOwnerRaisesTheTokenBeforeReadingPositions(t *testing.T) {
+	c := newCluster(t, 1, 4)
+	ctx := context.Background()
+	must(t, c.sim.SetOptions(ctx, broker.ServerOptions{EnforceTokens: true}))
+	n1 := c.start("n1", 10, nil)
+	c.eventually("n1 owns all", 30*time.Second, c.allOwned("n1"))
+	c.masterOpen(1, "EURUSD", broker.Buy, 0.1, 0, 0)
+	c.eventually("copied", 30*time.Second, c.converged)
+	n1.Halt()
+
+	rb := &tokenRecorder{Broker: c.sim, calls: map[string][]string{}}
+	n2, err := actors.Start(ctx, actors.Config{NodeID: "n2", Platform: "sim", Capacity: 10, Lease: shortLease, ReconcileEvery: -1},
+		actors.Deps{Pool: c.db.NewPool(t, store.Options{}), Broker: rb, Logger: zerolog.Nop(), Observe: c.signals.Add})
+	must(t, err)
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		_ = n2.Stop(sctx)
+	})
+	c.eventually("n2 owns all", 30*time.Second, c.allOwned("n2"))
+	owners := c.owners()
+	for _, f := range c.followers {
+		login := fmt.Sprintf("f%d", f)
+		want := fmt.Sprintf("fence:%d", owners[f].Epoch)
+		c.eventually("n2 read "+login+"'s positions", 30*time.Second, func() (bool, string) {
+			calls := rb.of(login)
+			for _, call := range calls {
+				if call == "positions" {
+					return true, ""
+				}
+			}
+			return false, strings.Join(calls, ",")
+		})
+		calls := rb.of(login)
+		if len(calls) < 3 || calls[0] != "connect" || calls[1] != want {
+			t.Errorf("%s: n2's requests %v; want %s first, before positions", login, calls, want)
+		}
+	}
+	// n1's epoch is now below the broker's highest token: a stale order of n1 is fenced.
+	s, err := c.sim.Connect(ctx, broker.Credentials{Login: fmt.Sprintf("f%d", c.followers[0])})
+	must(t, err)
+	defer s.Close()
+	_, err = s.Open(ctx, broker.OpenRequest{Order: broker.Order{Token: owners[c.followers[0]].Epoch - 1, Node: "n1"}, Symbol: "EURUSD", Side: broker.Buy, Volume: 0.1})
+	if broker.ClassOf(err) != broker.ErrFenced {
+		t.Fatalf("a stale order after the takeover got %v, want fenced", err)
+	}
+}
