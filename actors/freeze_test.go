@@ -23,9 +23,9 @@ type freezingBroker struct {
 	// where only the token and the marker are left.
 	noDeadline bool
 	mu         sync.Mutex
-	release chan struct{} // nil: not frozen
-	held    sync.WaitGroup
-	blocked int
+	release    chan struct{} // nil: not frozen
+	held       sync.WaitGroup
+	blocked    int
 }
 
 func (f *freezingBroker) Connect(ctx context.Context, c broker.Credentials) (broker.Session, error) {
