@@ -181,9 +181,18 @@ func CreateLink(ctx context.Context, pool *pgxpool.Pool, l Link) (int64, error) 
 	err := pool.QueryRow(ctx, `INSERT INTO copy_links (master_id, follower_id, enabled, magic, settings)
 		VALUES ($1, $2, $3, $4, $5) RETURNING id`, l.MasterID, l.FollowerID, l.Enabled, l.Magic, l.Settings).Scan(&id)
 	if err != nil {
-		return 0, fmt.Errorf("store: create link %d→%d: %w", l.MasterID, l.FollowerID, err)
+		return 0, fmt.Errorf("store: create link %d→%d: %w", l.MasterID, l.FollowerID, magicClash(err, l))
 	}
 	return id, nil
+}
+
+// magicClash marks a write refused by UNIQUE (follower_id, magic) as ErrMagicClash (the
+// database error stays in the chain).
+func magicClash(err error, l Link) error {
+	if c, ok := UniqueViolation(err); ok && c == LinkMagicConstraint {
+		return fmt.Errorf("%w (follower %d, magic %d): %w", ErrMagicClash, l.FollowerID, l.Magic, err)
+	}
+	return err
 }
 
 // UpdateLink changes a link's enabled flag, magic and settings, and bumps its version.
@@ -191,7 +200,7 @@ func UpdateLink(ctx context.Context, pool *pgxpool.Pool, l Link) error {
 	tag, err := pool.Exec(ctx, `UPDATE copy_links SET enabled = $2, magic = $3, settings = $4, version = version + 1, updated_at = now()
 		WHERE id = $1`, l.ID, l.Enabled, l.Magic, l.Settings)
 	if err != nil {
-		return fmt.Errorf("store: update link %d: %w", l.ID, err)
+		return fmt.Errorf("store: update link %d: %w", l.ID, magicClash(err, l))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: link %d", ErrNotFound, l.ID)

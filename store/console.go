@@ -444,6 +444,9 @@ func MagicInUse(ctx context.Context, pool *pgxpool.Pool, followerID, magic, exce
 	return used, nil
 }
 
+// LinkMagicConstraint is the constraint that keeps magic numbers unique per follower.
+const LinkMagicConstraint = "copy_links_follower_magic_key"
+
 // UniqueViolation reports whether err is a unique-constraint violation, and which
 // constraint ("trading_accounts_pkey", "copy_links_master_id_follower_id_key", ...).
 func UniqueViolation(err error) (constraint string, ok bool) {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -56,6 +58,10 @@ func Migrations() ([]Migration, error) {
 	return out, nil
 }
 
+// ErrMagicClash: links into one follower share a magic number, which the schema forbids
+// (UNIQUE (follower_id, magic)): a migration found existing ones, or a write would make one.
+var ErrMagicClash = errors.New("store: two links into one follower share a magic number")
+
 // Migrate applies every embedded migration the database lacks, in one transaction under an
 // advisory lock, so several nodes may start at once. It returns the versions it applied;
 // none when the schema is up to date.
@@ -92,6 +98,10 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 				continue
 			}
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				var pe *pgconn.PgError
+				if errors.As(err, &pe) && pe.Code == "CP001" {
+					return fmt.Errorf("%w: migration %s: %s (%s)", ErrMagicClash, m.Name, pe.Message, pe.Hint)
+				}
 				return fmt.Errorf("store: migration %s: %w", m.Name, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapcopier/copier/store"
 	"github.com/snapcopier/copier/store/storetest"
 )
 
@@ -70,5 +71,27 @@ func TestHelpListsCommands(t *testing.T) {
 	code, out, _ := runCLI(t, nil, "help")
 	if code != exitOK || !strings.Contains(out, "migrate") {
 		t.Fatalf("help: %d %q", code, out)
+	}
+}
+
+// TestMigrateWithAMagicClashExits2: a database that has two links into one follower with
+// one magic cannot take the UNIQUE (follower_id, magic) migration; migrate says which
+// links and exits 2 (fix the data, retrying cannot help).
+func TestMigrateWithAMagicClashExits2(t *testing.T) {
+	db := storetest.NewDB(t)
+	ctx := context.Background()
+	for _, q := range []string{
+		`INSERT INTO trading_accounts (id, platform, role, login) VALUES (1, 'mt5', 'follower', 'f1'), (100, 'mt5', 'master', 'm100'), (101, 'mt5', 'master', 'm101')`,
+		`ALTER TABLE copy_links DROP CONSTRAINT ` + store.LinkMagicConstraint,
+		`DELETE FROM schema_migrations WHERE version = 2`,
+		`INSERT INTO copy_links (master_id, follower_id, magic) VALUES (100, 1, 7), (101, 1, 7)`,
+	} {
+		if _, err := db.Pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := runCLI(t, nil, "migrate", "--database-url", db.URL)
+	if code != exitUsage || !strings.Contains(errs, "share a magic number") || !strings.Contains(errs, "follower 1: magic 7") {
+		t.Fatalf("migrate with a clash: code %d out %q err %q", code, out, errs)
 	}
 }

@@ -41,6 +41,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			err = fmt.Errorf("database not reachable within %v: %w", *timeout, err)
 		}
 		fmt.Fprintf(stderr, "copierd migrate: %s\n", oneLine(err))
+		if errors.Is(err, store.ErrMagicClash) {
+			return exitUsage // the data must be fixed first; retrying cannot help
+		}
 		return exitFailure
 	}
 	if len(applied) == 0 {

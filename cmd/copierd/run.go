@@ -198,6 +198,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "copierd run: %s\n", oneLine(err))
+		if errors.Is(err, store.ErrMagicClash) {
+			return exitUsage
+		}
 		return exitFailure
 	}
 
@@ -472,7 +475,7 @@ func waitForDatabase(ctx context.Context, log zerolog.Logger, pool *pgxpool.Pool
 			log.Info().Ints("versions", applied).Msg("applied migrations")
 		}
 		return err
-	}, nil)
+	}, func(err error) bool { return errors.Is(err, store.ErrMagicClash) }) // the data must be fixed first
 }
 
 // dialBridge connects to a bridge server, retrying with backoff until it answers or ctx

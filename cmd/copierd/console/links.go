@@ -95,6 +95,9 @@ func (s *Server) createLink(ctx context.Context, r *http.Request, in *linkInput)
 			status := s.dbFieldError(&fe, err, "magic")
 			return 0, status, fe
 		}
+		if fe.any() {
+			return 0, http.StatusConflict, fe // the magic is another link's
+		}
 	}
 	if fe.any() {
 		return 0, http.StatusUnprocessableEntity, fe
@@ -102,6 +105,9 @@ func (s *Server) createLink(ctx context.Context, r *http.Request, in *linkInput)
 	l := store.Link{MasterID: *in.MasterID, FollowerID: *in.FollowerID, Enabled: in.Enabled == nil || *in.Enabled, Magic: *in.Magic, Settings: settings}
 	id, err := store.CreateLink(ctx, s.opts.Pool, l)
 	if err != nil {
+		if magicClash(&fe, err, l.FollowerID, l.Magic) {
+			return 0, http.StatusConflict, fe
+		}
 		if _, dup := store.UniqueViolation(err); dup {
 			fe.add("master_id", fmt.Sprintf("a link from master %d to follower %d exists already: edit it instead", l.MasterID, l.FollowerID))
 			return 0, http.StatusConflict, fe
@@ -131,19 +137,32 @@ func (s *Server) updateLink(ctx context.Context, r *http.Request, cur store.Link
 			return status, fe
 		}
 		if fe.any() {
-			return http.StatusUnprocessableEntity, fe
+			return http.StatusConflict, fe // the magic is another link's
 		}
 	}
 	if settings != nil {
 		l.Settings = settings
 	}
 	if err := store.UpdateLink(ctx, s.opts.Pool, l); err != nil {
+		if magicClash(&fe, err, l.FollowerID, l.Magic) {
+			return http.StatusConflict, fe
+		}
 		status := s.dbFieldError(&fe, err, "settings")
 		return status, fe
 	}
 	s.log.Info().Str("user", principalOf(r).Name).Int64("link", l.ID).Bool("enabled", l.Enabled).Int64("magic", l.Magic).
 		Msg("console: link updated")
 	return http.StatusOK, fe
+}
+
+// magicClash records a write refused by UNIQUE (follower_id, magic) (a link written
+// between checkMagic and the write): a conflict on the magic field.
+func magicClash(fe *fieldErrs, err error, followerID, magic int64) bool {
+	if c, ok := store.UniqueViolation(err); !ok || c != store.LinkMagicConstraint {
+		return false
+	}
+	fe.add("magic", fmt.Sprintf("another link of follower %d uses magic %d: give every link of a follower its own", followerID, magic))
+	return true
 }
 
 // dbFieldError records a database failure against a field and returns its status.

@@ -82,7 +82,7 @@ func TestLinksAPI(t *testing.T) {
 		{"master is a follower", `{"master_id":11,"follower_id":10,"magic":1}`, 422, "master_id", "is a follower, not a master"},
 		{"follower is a master", `{"master_id":1,"follower_id":2,"magic":1}`, 422, "follower_id", "is a master, not a follower"},
 		{"unknown master", `{"master_id":99,"follower_id":11,"magic":1}`, 422, "master_id", "no account 99"},
-		{"magic in use", `{"master_id":2,"follower_id":10,"magic":7001}`, 422, "magic", "uses magic 7001"},
+		{"magic in use", `{"master_id":2,"follower_id":10,"magic":7001}`, 409, "magic", "uses magic 7001"},
 		{"duplicate", `{"master_id":1,"follower_id":10,"magic":9999}`, 409, "master_id", "exists already"},
 		{"settings field", `{"master_id":1,"follower_id":11,"magic":1,"settings":{"sizing":{"multiplier":0}}}`, 422, "settings", "sizing.multiplier"},
 		{"settings unknown", `{"master_id":1,"follower_id":11,"magic":1,"settings":{"sizzling":{}}}`, 422, "settings", "sizzling"},
