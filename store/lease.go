@@ -180,16 +180,23 @@ func mergeOwned(renewed, claimed []Owned) []Owned {
 }
 
 // ReleaseAll gives back every lease this process holds (clean shutdown): other nodes can
-// claim them in their next cycle. It returns how many rows it released.
+// claim them in their next cycle. It returns how many rows it released. Like every other
+// multi-row statement it locks the rows in id order, so it cannot deadlock with a
+// batched fenced write still in flight.
 func ReleaseAll(ctx context.Context, pool *pgxpool.Pool, node string, held []Held) (int64, error) {
 	if len(held) == 0 {
 		return 0, nil
 	}
 	ids, epochs := splitHeld(held)
 	tag, err := pool.Exec(ctx, `
+		WITH locked AS (
+			SELECT t.id FROM trading_accounts t
+			JOIN unnest($2::bigint[], $3::bigint[]) AS s(id, epoch) ON t.id = s.id AND t.lease_epoch = s.epoch
+			WHERE t.node_id = $1
+			ORDER BY t.id
+			FOR NO KEY UPDATE OF t)
 		UPDATE trading_accounts t SET node_id = NULL, lease_until = NULL
-		FROM unnest($2::bigint[], $3::bigint[]) AS s(id, epoch)
-		WHERE t.id = s.id AND t.lease_epoch = s.epoch AND t.node_id = $1`, node, ids, epochs)
+		FROM locked WHERE t.id = locked.id`, node, ids, epochs)
 	if err != nil {
 		return 0, fmt.Errorf("store: release all: %w", err)
 	}

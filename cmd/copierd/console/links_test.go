@@ -153,17 +153,18 @@ func TestLinksAPI(t *testing.T) {
 	}
 	before = e.snapshot()
 	for _, c := range []struct {
-		body  string
-		field string
+		body   string
+		field  string
+		status int
 	}{
-		{`{"master_id":2}`, "master_id"},
-		{`{"follower_id":11}`, "follower_id"},
-		{`{"magic":0}`, "magic"},
-		{`{"magic":7002}`, "magic"},
-		{`{"settings":{"stops":{"mode":"fixed"}}}`, "settings"},
+		{`{"master_id":2}`, "master_id", 422},
+		{`{"follower_id":11}`, "follower_id", 422},
+		{`{"magic":0}`, "magic", 422},
+		{`{"magic":7002}`, "magic", 409}, // another link of the follower has it
+		{`{"settings":{"stops":{"mode":"fixed"}}}`, "settings", 422},
 	} {
 		r := e.do("PATCH", "/api/links/"+fmtID(l.ID), rawBody(c.body), bearer)
-		if r.status != 422 {
+		if r.status != c.status {
 			t.Errorf("PATCH %s: %d %s", c.body, r.status, r.body)
 			continue
 		}
