@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -136,4 +137,20 @@ func readAudit(ctx context.Context, pool *pgxpool.Pool) (auditResult, error) {
 		a.Examples = append(a.Examples, fmt.Sprintf("%s account %d: written epoch %d, current epoch %d (%s): %s at %v", tbl, id, written, current, node, detail, at))
 	}
 	return a, rows.Err()
+}
+
+// readClaims reads every claim of a follower from the audit: each change of lease_epoch
+// is a claim (a release keeps the epoch), at the time the claiming statement ran (a
+// moment before its commit, so an order executed between the two counts as late too).
+func readClaims(ctx context.Context, pool *pgxpool.Pool) ([]Claim, error) {
+	rows, err := pool.Query(ctx, `SELECT t.login, coalesce(e.new_node, ''), e.new_epoch, e.at
+		FROM stress_audit.epochs e JOIN trading_accounts t ON t.id = e.account_id ORDER BY e.at`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claim, error) {
+		var c Claim
+		err := row.Scan(&c.Follower, &c.Node, &c.Epoch, &c.At)
+		return c, err
+	})
 }

@@ -44,6 +44,31 @@ type OverlapInput struct {
 	Slack time.Duration
 	// EnforceTokens reports whether the simulator rejected stale tokens during the run.
 	EnforceTokens bool
+	// Claims are the claims of followers from the audit table, with the times they were
+	// made in the database. Any order for a follower executed after a claim of it with a
+	// newer epoch than the order's token is a late order: an overlap, even when the new
+	// owner never sent anything.
+	Claims []Claim
+}
+
+// Claim is one claim of a follower: the node took it with a new epoch at At (the
+// database's clock, which on one machine is the simulator's).
+type Claim struct {
+	Follower string    `json:"follower"` // login
+	Node     string    `json:"node"`
+	Epoch    int64     `json:"epoch"`
+	At       time.Time `json:"at"`
+}
+
+// LateOrder is an order that reached the server after a newer claim of its follower.
+type LateOrder struct {
+	Follower  string    `json:"follower"`
+	Node      string    `json:"node"`
+	Token     int64     `json:"token"`
+	At        time.Time `json:"at"`
+	Claim     Claim     `json:"claim"` // the earliest newer claim before the order
+	Executed  bool      `json:"executed"`
+	Explained bool      `json:"explained"` // inside a freeze longer than the fence of its node
 }
 
 // Overlap is a pair of sending periods for one follower that overlap in time. The period
@@ -82,6 +107,14 @@ type OverlapResult struct {
 	EnforcementViolations int `json:"enforcement_violations"`
 	// Senders is the number of (follower, node, token) sending periods seen.
 	Senders int `json:"senders"`
+	// LateOrders reached the server after a newer claim of their follower; LateRefused
+	// of them were refused for their token or deadline, LateExecuted executed (each an
+	// overlap), LateUnexplained of those outside any freeze longer than the fence.
+	LateOrders      int         `json:"late_orders"`
+	LateRefused     int         `json:"late_refused"`
+	LateExecuted    int         `json:"late_executed"`
+	LateUnexplained int         `json:"late_unexplained"`
+	Late            []LateOrder `json:"late,omitempty"` // the executed ones
 }
 
 type senderKey struct {
@@ -174,7 +207,52 @@ func CheckOverlaps(in OverlapInput) OverlapResult {
 			res.EnforcementViolations += ov.StaleExecutedAfterFresh
 		}
 	}
+	checkLate(in, freezes, &res)
 	return res
+}
+
+// checkLate finds the orders that reached the server after a claim of their follower with
+// an epoch above their token. Refused ones (token or deadline) are what the fence is for;
+// an executed one is an overlap, explained only by a freeze longer than the fence.
+func checkLate(in OverlapInput, freezes map[string][]Freeze, res *OverlapResult) {
+	claims := map[string][]Claim{}
+	for _, c := range in.Claims {
+		claims[c.Follower] = append(claims[c.Follower], c)
+	}
+	for _, cs := range claims {
+		slices.SortFunc(cs, func(a, b Claim) int { return a.At.Compare(b.At) })
+	}
+	for _, e := range in.Orders {
+		if e.Master || e.Node == "" {
+			continue
+		}
+		var newer *Claim
+		for i, c := range claims[e.Login] {
+			if !c.At.Before(e.ServerTime) {
+				break
+			}
+			if c.Epoch > e.Token {
+				newer = &claims[e.Login][i]
+				break
+			}
+		}
+		if newer == nil {
+			continue
+		}
+		res.LateOrders++
+		switch {
+		case e.Executed:
+			res.LateExecuted++
+			late := LateOrder{Follower: e.Login, Node: e.Node, Token: e.Token, At: e.ServerTime, Claim: *newer, Executed: true,
+				Explained: inFreeze(freezes[e.Node], e.ServerTime, in.Slack)}
+			if !late.Explained {
+				res.LateUnexplained++
+			}
+			res.Late = append(res.Late, late)
+		case e.Result == broker.CodeFencedToken || e.Result == broker.CodeExpired:
+			res.LateRefused++
+		}
+	}
 }
 
 // classify describes the overlap of two sending periods of one follower.

@@ -344,3 +344,39 @@ go_goroutines 99
 		t.Fatalf("%v", sc.values)
 	}
 }
+
+// TestLateOrderAfterANewerClaimIsAnOverlap: node-1 (token 1) executes an order after
+// node-2's claim (epoch 2) committed, before node-2 sent anything: the likeliest overlap,
+// which comparing sending periods cannot see. Orders refused for their token or deadline
+// after the claim are counted, not overlaps; an order inside a long freeze is explained.
+func TestLateOrderAfterANewerClaimIsAnOverlap(t *testing.T) {
+	b := newLog()
+	b.open(1, "f1", "node-1", 1, 100, true, 0)
+	b.open(12, "f1", "node-1", 1, 101, true, 0)                       // after node-2's claim at 10
+	b.open(13, "f1", "node-1", 1, 102, false, broker.CodeExpired)     // refused by its deadline
+	b.open(14, "f1", "node-1", 1, 103, false, broker.CodeFencedToken) // refused by its token
+	b.open(30, "f1", "node-2", 2, 104, true, 0)                       // node-2's first order, much later
+	b.open(2, "f2", "node-3", 4, 200, true, 0)                        // before any newer claim: fine
+	b.open(21, "f2", "node-3", 4, 201, true, 0)                       // late, but inside node-3's long freeze
+	claims := []Claim{
+		{Follower: "f1", Node: "node-1", Epoch: 1, At: b.at(0)},
+		{Follower: "f1", Node: "node-2", Epoch: 2, At: b.at(10)},
+		{Follower: "f2", Node: "node-3", Epoch: 4, At: b.at(0)},
+		{Follower: "f2", Node: "node-4", Epoch: 5, At: b.at(20)},
+	}
+	freeze := []Freeze{{Node: "node-3", Start: b.at(5), End: b.at(20)}}
+	res := CheckOverlaps(OverlapInput{Orders: b.entries, Claims: claims, LongFreezes: freeze, Slack: 2 * time.Second})
+	if res.LateOrders != 4 || res.LateRefused != 2 || res.LateExecuted != 2 || res.LateUnexplained != 1 {
+		t.Fatalf("late orders %d, refused %d, executed %d, unexplained %d; want 4, 2, 2, 1: %+v",
+			res.LateOrders, res.LateRefused, res.LateExecuted, res.LateUnexplained, res.Late)
+	}
+	var bad LateOrder
+	for _, l := range res.Late {
+		if !l.Explained {
+			bad = l
+		}
+	}
+	if bad.Follower != "f1" || bad.Node != "node-1" || bad.Claim.Node != "node-2" || !bad.At.Equal(b.at(12)) {
+		t.Fatalf("unexplained late order %+v, want node-1's order on f1 at 12 s after node-2's claim", bad)
+	}
+}

@@ -13,7 +13,9 @@
 // positions and the fault log) gives the verdict:
 //
 //  1. overlapping senders: orders for one follower from two senders (node, token) whose
-//     sending periods overlap; only a freeze longer than the fence may explain one, and
+//     sending periods overlap, and any order executed after a claim of its follower with a
+//     newer epoch (the claim times come from the audit table), even when the new owner
+//     has not sent anything yet; only a freeze longer than the fence may explain one, and
 //     then the stale orders must be rejected (token enforcement on) or repaired;
 //  2. duplicate copies left after convergence;
 //  3. missed copies: open master positions without their copy, copies of closed ones;

@@ -183,9 +183,13 @@ func (r *run) report(f finalState, exits map[string]nodeExit, loadDur time.Durat
 			long = append(long, fr)
 		}
 	}
-	rep.Overlaps = CheckOverlaps(OverlapInput{Orders: f.orders, LongFreezes: long, Slack: max(2*time.Second, 2*o.Interval), EnforceTokens: o.EnforceTokens})
+	rep.Overlaps = CheckOverlaps(OverlapInput{Orders: f.orders, LongFreezes: long, Slack: max(2*time.Second, 2*o.Interval),
+		EnforceTokens: o.EnforceTokens, Claims: f.claims})
 	if len(rep.Overlaps.Overlaps) > MaxIssues {
 		rep.Overlaps.Overlaps = rep.Overlaps.Overlaps[:MaxIssues]
+	}
+	if len(rep.Overlaps.Late) > MaxIssues {
+		rep.Overlaps.Late = rep.Overlaps.Late[:MaxIssues]
 	}
 	rep.Positions = CheckPositions(r.links, f.positions)
 	rep.Failover = SummariseFailovers(failovers, o.Lease+o.Interval, o.FailoverSlack)
@@ -304,14 +308,17 @@ func (rep *Report) invariants(o Options) []Invariant {
 		out = append(out, Invariant{Number: len(out) + 1, Name: name, OK: ok, Value: value, Want: want})
 	}
 	ovWant := "0 unexplained; those explained by a freeze longer than the fence must be repaired (duplicates 0)"
-	ovOK := ov.Unexplained == 0
+	ovWant += "; no order executed after a newer claim of its follower outside such a freeze"
+	ovOK := ov.Unexplained == 0 && ov.LateUnexplained == 0
 	if o.EnforceTokens {
-		ovWant = "0 unexplained; every stale order after the new owner's first executed order rejected"
+		ovWant = "0 unexplained; every stale order after the new owner's first executed order rejected; no order executed after a newer claim outside a freeze > fence"
 		ovOK = ovOK && ov.EnforcementViolations == 0
 	}
 	add("overlapping senders", ovOK,
-		fmt.Sprintf("%d unexplained of %d overlaps (%d explained by freezes > fence: %d stale orders, %d rejected, %d executed; enforcement violations %d)",
-			ov.Unexplained, ov.Total, ov.Explained, ov.StaleOrders, ov.StaleRejected, ov.StaleExecuted, ov.EnforcementViolations), ovWant)
+		fmt.Sprintf("%d unexplained of %d overlaps (%d explained by freezes > fence: %d stale orders, %d rejected, %d executed; enforcement violations %d); "+
+			"%d orders after a newer claim: %d refused (token or deadline), %d executed, %d of them unexplained",
+			ov.Unexplained, ov.Total, ov.Explained, ov.StaleOrders, ov.StaleRejected, ov.StaleExecuted, ov.EnforcementViolations,
+			ov.LateOrders, ov.LateRefused, ov.LateExecuted, ov.LateUnexplained), ovWant)
 	p := rep.Positions
 	add("duplicates after convergence", p.Duplicates == 0, fmt.Sprintf("%d", p.Duplicates), "0")
 	add("missed copies", p.Missing+p.Orphans+p.Unidentified+p.Foreign == 0,
@@ -428,6 +435,12 @@ func (rep Report) WriteSummary(w io.Writer) {
 	for _, ov := range rep.Overlaps.Overlaps {
 		if !ov.Explained {
 			fmt.Fprintf(w, "  overlap: follower %s: %s\n", ov.Follower, ov.Reason)
+		}
+	}
+	for _, l := range rep.Overlaps.Late {
+		if !l.Explained {
+			fmt.Fprintf(w, "  late order: follower %s: %s (token %d) executed at %s, after %s claimed epoch %d at %s\n",
+				l.Follower, l.Node, l.Token, l.At.Format("15:04:05.000"), l.Claim.Node, l.Claim.Epoch, l.Claim.At.Format("15:04:05.000"))
 		}
 	}
 	for _, e := range rep.StaleWrites.Examples {

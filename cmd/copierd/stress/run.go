@@ -794,6 +794,7 @@ type finalState struct {
 	orders    []broker.OrderLogEntry
 	positions map[string][]broker.Position
 	audit     auditResult
+	claims    []Claim
 }
 
 // collect reads the final state: the order log, the positions, the audit, and a last
@@ -813,6 +814,9 @@ func (r *run) collect(ctx context.Context) (finalState, error) {
 	defer cancel()
 	if f.audit, err = readAudit(actx, r.pool); err != nil {
 		return f, fmt.Errorf("stress: audit: %w", err)
+	}
+	if f.claims, err = readClaims(actx, r.pool); err != nil {
+		return f, fmt.Errorf("stress: audit claims: %w", err)
 	}
 	r.scrapeAll(ctx)
 	return f, nil
