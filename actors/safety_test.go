@@ -51,6 +51,23 @@ type tokenRecorder struct {
 	broker.Broker
 	mu    sync.Mutex
 	calls map[string][]string
+	bad   []string // requests whose context outlives their deadline, or whose deadline outlives the trust
+}
+
+// bound checks that a request's context ends no later than the deadline it carries, and
+// that deadline no later than one trust from now: both come from the gate's ticket.
+func (r *tokenRecorder) bound(ctx context.Context, what string, o broker.Order) {
+	dl, ok := ctx.Deadline()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case o.Deadline.IsZero():
+		r.bad = append(r.bad, what+": no deadline")
+	case !ok || dl.After(o.Deadline.Add(50*time.Millisecond)):
+		r.bad = append(r.bad, fmt.Sprintf("%s: context ends %v after the carried deadline", what, dl.Sub(o.Deadline)))
+	case time.Until(o.Deadline) > shortLease.Lease-shortLease.Fence:
+		r.bad = append(r.bad, fmt.Sprintf("%s: deadline %v ahead, beyond the trust", what, time.Until(o.Deadline)))
+	}
 }
 
 func (r *tokenRecorder) add(login, call string) {
@@ -87,11 +104,13 @@ func (s *tokenRecordingSession) Positions(ctx context.Context) ([]broker.Positio
 
 func (s *tokenRecordingSession) Open(ctx context.Context, o broker.OpenRequest) (broker.OrderResult, error) {
 	s.r.add(s.login, fmt.Sprintf("open:%d", o.Token))
+	s.r.bound(ctx, "open", o.Order)
 	return s.Session.Open(ctx, o)
 }
 
 func (s *tokenRecordingSession) Fence(ctx context.Context, o broker.Order) error {
 	s.r.add(s.login, fmt.Sprintf("fence:%d", o.Token))
+	s.r.bound(ctx, "fence", o)
 	return s.Session.Fence(ctx, o)
 }
 
@@ -135,6 +154,30 @@ func TestNewOwnerRaisesTheTokenBeforeReadingPositions(t *testing.T) {
 		if len(calls) < 3 || calls[0] != "connect" || calls[1] != want {
 			t.Errorf("%s: n2's requests %v; want %s first, before positions", login, calls, want)
 		}
+	}
+	// n2's orders carry its epoch and are bounded by its trust.
+	c.masterOpen(1, "GBPUSD", broker.Sell, 0.2, 0, 0)
+	c.eventually("n2 copied", 30*time.Second, c.converged)
+	for _, f := range c.followers {
+		login := fmt.Sprintf("f%d", f)
+		opens := 0
+		for _, call := range rb.of(login) {
+			if strings.HasPrefix(call, "open:") {
+				opens++
+				if call != fmt.Sprintf("open:%d", owners[f].Epoch) {
+					t.Errorf("%s: n2 sent %s, want its epoch %d", login, call, owners[f].Epoch)
+				}
+			}
+		}
+		if opens == 0 {
+			t.Errorf("%s: n2 sent no open", login)
+		}
+	}
+	rb.mu.Lock()
+	bad := append([]string(nil), rb.bad...)
+	rb.mu.Unlock()
+	if len(bad) > 0 {
+		t.Errorf("requests not bounded by the trust: %v", bad)
 	}
 	// n1's epoch is now below the broker's highest token: a stale order of n1 is fenced.
 	s, err := c.sim.Connect(ctx, broker.Credentials{Login: fmt.Sprintf("f%d", c.followers[0])})
