@@ -2,6 +2,7 @@ package leasekeeper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,6 +34,9 @@ type KeeperConfig struct {
 	// Release gives back every held lease at shutdown; default store.ReleaseAll on Pool.
 	Release func(ctx context.Context, node string, held []store.Held) (int64, error)
 }
+
+// ErrHalted is the error of a cycle that ended after Halt: its result was ignored.
+var ErrHalted = errors.New("leasekeeper: node halted; cycle result ignored")
 
 // tick starts a cycle; cycleDone carries its result back into the actor.
 type tick struct{}
@@ -201,10 +205,15 @@ func (k *Keeper) startCycle(ctx actor.Context) {
 func (k *Keeper) finishCycle(ctx actor.Context, m cycleDone) {
 	k.inFlight = false
 	k.cancelCycle = nil
-	if k.halted {
-		return // a halted node acts as a crashed one: nothing from a late cycle
-	}
 	report := CycleReport{Started: m.started, Duration: m.elapsed, Err: m.err}
+	if k.halted {
+		// A halted node acts as a crashed one: nothing from a late cycle.
+		if k.cfg.OnCycle != nil {
+			report.Err = ErrHalted
+			k.cfg.OnCycle(report)
+		}
+		return
+	}
 	switch {
 	case m.err != nil:
 		// Nothing changes: the gates close by themselves when their trust runs out.
