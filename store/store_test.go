@@ -158,6 +158,11 @@ func TestCycleClaimsRenewsAndReturnsOwned(t *testing.T) {
 			t.Fatalf("renewed lease changed: %+v", o)
 		}
 	}
+	// A node with room for everything takes the remaining followers and nothing else:
+	// masters are never leased, other platforms are not its.
+	if res3 := cycle(t, db.Pool, "n2", nil, 100); res3.Claimed != 4 {
+		t.Fatalf("a node with free capacity claimed %d, want the 4 free followers: %+v", res3.Claimed, res3)
+	}
 	var masters, others int
 	if err := db.Pool.QueryRow(ctxT(t), `SELECT count(*) FILTER (WHERE role = 'master' AND node_id IS NOT NULL),
 		count(*) FILTER (WHERE platform <> 'mt5' AND node_id IS NOT NULL) FROM trading_accounts`).Scan(&masters, &others); err != nil {
