@@ -1,12 +1,20 @@
 // Package leasekeeper holds the node's lease arithmetic and the gate that every order
 // passes, and (in the engine) the LeaseKeeper actor that runs one lease cycle per interval.
 //
-// The rule (DESIGN §4, the seed): read the monotonic clock before the cycle's transaction
-// begins (started); after a successful cycle, trust ownership until
-// started + lease − fence. The database wrote lease_until = now() + lease at some moment
-// after started, so the node stops at least fence before any other node can claim. Only
-// elapsed time on the node's own monotonic clock matters; nothing is compared with the
-// database's clock or another machine's.
+// The rule (DESIGN §4, the seed): read the clock before the cycle's transaction begins
+// (started); after a successful cycle, trust ownership until started + lease − fence. The
+// database wrote lease_until = now() + lease at some moment after started, so the node
+// stops at least fence before any other node can claim. Only elapsed time on the node's
+// own clock matters; nothing is compared with the database's clock or another machine's.
+// That clock is CLOCK_BOOTTIME (SystemClock), which keeps counting while the machine is
+// suspended: Go's monotonic clock stops, and a resumed host would trust a lease that ran
+// out in real time.
+//
+// A gate check returns a Ticket: the epoch and the trust left, read together once. An
+// order's token, its context deadline and the absolute deadline it carries to the trade
+// server all come from one ticket (DESIGN §5). The receiver refuses a request whose
+// deadline has passed by its own clock, which is safe while fence > clock skew + drift
+// (Config.Validate).
 package leasekeeper
 
 import (

@@ -53,6 +53,10 @@
 // Duplicate, the return code and the error. Requests that an injected fault stopped are
 // logged too, not executed.
 //
+// An order that arrives after its Order.Deadline (by the server clock) is refused with
+// ErrExpired / CodeExpired before anything else and never executes. Session.Fence raises
+// the account's highest seen token without trading (a new owner's first request).
+//
 // With ServerOptions.EnforceTokens, an order whose token is lower than the highest seen
 // for the account fails with ErrFenced / CodeFencedToken; the highest token is tracked
 // even while enforcement is off. With ServerOptions.DedupRequests, an order whose request
