@@ -82,8 +82,9 @@ type accountActor struct {
 	dirty       bool   // a reconcile is due
 	lastRecon   time.Time
 	stopped     bool
-	tokenRaised bool // this epoch's token reached the trade server (Session.Fence)
-	orderFails  int  // orders failed in a row without executing, for the repair backoff
+	tokenRaised bool      // this epoch's token reached the trade server (Session.Fence)
+	seenAt      time.Time // when the follower's positions were last read or changed by an order
+	orderFails  int       // orders failed in a row without executing, for the repair backoff
 }
 
 func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate) actor.Producer {
@@ -289,14 +290,19 @@ func (a *accountActor) onEvent(ctx actor.Context, m *masterEvent) {
 		return
 	}
 	applyEvent(&mv.state, ev)
+	sent := false
 	for _, l := range a.links {
 		if l.row.MasterID != m.masterID {
 			continue
 		}
 		res := reconcile.PlanEvent(ev, a.input(l, mv))
+		sent = sent || len(res.Actions) > 0
 		if !a.execute(ctx, l, res, ev.ServerTime) {
 			break
 		}
+	}
+	if sent {
+		a.status(ctx) // the positions changed: the writer keeps the latest, at its pace
 	}
 }
 
@@ -412,7 +418,7 @@ func (a *accountActor) onReconciled(ctx actor.Context, r reconcile.Response) {
 		a.signal(Signal{Kind: SignalReconcileDone, Cause: a.reconCause, Err: r.Err})
 		return
 	}
-	a.follower, a.fetched = r.Follower, true
+	a.follower, a.fetched, a.seenAt = r.Follower, true, time.Now()
 	for id, st := range r.Masters {
 		if mv := a.masters[id]; mv != nil {
 			mv.state, mv.fetched = st, true
@@ -461,13 +467,20 @@ func (a *accountActor) onTick(ctx actor.Context) {
 	}
 }
 
-// status queues this account's status for the StatusWriter.
+// status queues this account's status, and its positions as last seen, for the
+// StatusWriter (which writes both through the fence at its own pace).
 func (a *accountActor) status(ctx actor.Context) {
 	s := a.board.snapshot()
+	now := time.Now()
 	ctx.Send(a.e.writer, statusUpdate{row: store.AccountStatus{
 		ID: a.id, Epoch: a.epoch, Status: s.Phase.String(), LastError: s.LastError,
-		Balance: s.Balance, Equity: s.Equity, At: time.Now(), LastCopyAt: s.LastCopy,
+		Balance: s.Balance, Equity: s.Equity, At: now, LastCopyAt: s.LastCopy,
 	}})
+	if a.fetched {
+		ctx.Send(a.e.writer, snapshotUpdate{row: store.PositionsSnapshot{
+			ID: a.id, Epoch: a.epoch, Positions: encodeSnapshot(a.follower.Positions), SeenAt: a.seenAt,
+		}})
+	}
 }
 
 func (a *accountActor) stop(ctx actor.Context) {

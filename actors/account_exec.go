@@ -63,6 +63,7 @@ func (a *accountActor) execute(ctx actor.Context, l linkState, res reconcile.Res
 			}
 		})
 		rows = append(rows, a.applyResult(l, act, result)...)
+		a.seenAt = time.Now()
 	}
 	if a.follower.Info.Mode == broker.Netting && len(res.Actions) > 0 {
 		a.refreshFollower()

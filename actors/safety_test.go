@@ -12,6 +12,7 @@ import (
 
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -187,4 +188,41 @@ func TestNewOwnerRaisesTheTokenBeforeReadingPositions(t *testing.T) {
 	if broker.ClassOf(err) != broker.ErrFenced {
 		t.Fatalf("a stale order after the takeover got %v, want fenced", err)
 	}
+}
+
+// TestPositionsSnapshotsAreWrittenThroughTheFence: each owned follower's positions, as
+// its owner last saw them, reach the database with the owner's node and epoch, so a
+// console on any node can show them; they follow the copies as they change.
+func TestPositionsSnapshotsAreWrittenThroughTheFence(t *testing.T) {
+	c := newCluster(t, 1, 3)
+	ctx := context.Background()
+	c.start("n1", 10, nil)
+	c.eventually("n1 owns all", 30*time.Second, c.allOwned("n1"))
+	p := c.masterOpen(1, "EURUSD", broker.Buy, 0.1, 0, 0)
+	c.eventually("copied", 30*time.Second, c.converged)
+	snapshots := func(want int) func() (bool, string) {
+		return func() (bool, string) {
+			owners := c.owners()
+			for _, f := range c.followers {
+				s, ok, err := store.ReadPositionsSnapshot(ctx, c.db.Pool, f)
+				must(t, err)
+				if !ok {
+					return false, fmt.Sprintf("follower %d: no snapshot", f)
+				}
+				ps, err := actors.DecodeSnapshot(s.Positions)
+				must(t, err)
+				if s.Node != "n1" || s.Epoch != owners[f].Epoch || len(ps) != want {
+					return false, fmt.Sprintf("follower %d: snapshot by %s at epoch %d with %d positions", f, s.Node, s.Epoch, len(ps))
+				}
+				if want == 1 && (ps[0].Comment != reconcile.Marker(p.Ticket) || ps[0].Volume != 0.1 || ps[0].Side != "buy") {
+					return false, fmt.Sprintf("follower %d: snapshot %+v", f, ps[0])
+				}
+			}
+			return true, ""
+		}
+	}
+	c.eventually("snapshots show the copies", 30*time.Second, snapshots(1))
+	must(t, c.sim.MasterClose(ctx, "m1", p.Ticket, 0))
+	c.eventually("closed", 30*time.Second, c.converged)
+	c.eventually("snapshots show the copies closed", 30*time.Second, snapshots(0))
 }

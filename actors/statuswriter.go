@@ -17,11 +17,13 @@ type flushDone struct {
 	err     error
 }
 
-// statusWriter batches statuses (latest per account) and ticket-map rows and writes them
-// with the fenced statements, at most once per FlushEvery, one write at a time.
+// statusWriter batches statuses and positions snapshots (latest per account) and ticket-map
+// rows and writes them with the fenced statements, at most once per FlushEvery, one write
+// at a time.
 type statusWriter struct {
 	e        *engine
 	statuses map[int64]store.AccountStatus
+	snaps    map[int64]store.PositionsSnapshot // latest per account
 	tickets  []store.TicketRow
 	inFlight bool
 	waiters  []*actor.PID // Flush requests waiting for an empty buffer
@@ -29,7 +31,9 @@ type statusWriter struct {
 }
 
 func newStatusWriter(e *engine) actor.Producer {
-	return func() actor.Actor { return &statusWriter{e: e, statuses: map[int64]store.AccountStatus{}} }
+	return func() actor.Actor {
+		return &statusWriter{e: e, statuses: map[int64]store.AccountStatus{}, snaps: map[int64]store.PositionsSnapshot{}}
+	}
 }
 
 // Receive implements actor.Actor.
@@ -56,6 +60,8 @@ func (w *statusWriter) Receive(ctx actor.Context) {
 		w.statuses[m.row.ID] = m.row
 	case ticketUpdate:
 		w.tickets = append(w.tickets, m.rows...)
+	case snapshotUpdate:
+		w.snaps[m.row.ID] = m.row
 	case flushTick:
 		w.flush(ctx)
 	case leasekeeper.Flush:
@@ -68,7 +74,7 @@ func (w *statusWriter) Receive(ctx actor.Context) {
 			w.tickets = append(m.tickets, w.tickets...) // older first: the newer row of a key wins
 		}
 		if len(w.waiters) > 0 {
-			if len(w.statuses) > 0 || len(w.tickets) > 0 && m.err == nil {
+			if len(w.statuses) > 0 || len(w.snaps) > 0 || len(w.tickets) > 0 && m.err == nil {
 				w.flush(ctx)
 				return
 			}
@@ -86,7 +92,7 @@ func (w *statusWriter) flush(ctx actor.Context) {
 	if w.inFlight {
 		return
 	}
-	if len(w.statuses) == 0 && len(w.tickets) == 0 {
+	if len(w.statuses) == 0 && len(w.snaps) == 0 && len(w.tickets) == 0 {
 		for _, pid := range w.waiters {
 			if pid != nil {
 				ctx.Send(pid, leasekeeper.Flushed{})
@@ -99,8 +105,12 @@ func (w *statusWriter) flush(ctx actor.Context) {
 	for _, s := range w.statuses {
 		statuses = append(statuses, s)
 	}
+	snaps := make([]store.PositionsSnapshot, 0, len(w.snaps))
+	for _, s := range w.snaps {
+		snaps = append(snaps, s)
+	}
 	tickets := w.tickets
-	w.statuses, w.tickets = map[int64]store.AccountStatus{}, nil
+	w.statuses, w.snaps, w.tickets = map[int64]store.AccountStatus{}, map[int64]store.PositionsSnapshot{}, nil
 	w.inFlight = true
 	self, root, e := ctx.Self(), ctx.ActorSystem().Root, w.e
 	go func() {
@@ -118,6 +128,13 @@ func (w *statusWriter) flush(ctx actor.Context) {
 			res, err := store.WriteStatusesFenced(wctx, e.pool, e.cfg.NodeID, statuses)
 			if err != nil && done.err == nil {
 				done.err = err // statuses are refreshed by the next report; not retried
+			}
+			e.metrics.StaleWritesRefused.Add(res.Refused)
+		}
+		if len(snaps) > 0 {
+			res, err := store.WriteSnapshotsFenced(wctx, e.pool, e.cfg.NodeID, snaps)
+			if err != nil && done.err == nil {
+				done.err = err // refreshed by the next report; not retried
 			}
 			e.metrics.StaleWritesRefused.Add(res.Refused)
 		}

@@ -96,3 +96,39 @@ func TestFencedTicketUpserts(t *testing.T) {
 		t.Fatalf("ticket map: open %d total %d vol %v", open, total, vol)
 	}
 }
+
+func TestFencedPositionsSnapshots(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 2)
+	a := cycle(t, db.Pool, "a", nil, 2)
+	seen := time.Now().Truncate(time.Microsecond)
+	snap := func(id, epoch int64, doc string) store.PositionsSnapshot {
+		return store.PositionsSnapshot{ID: id, Epoch: epoch, Positions: []byte(doc), SeenAt: seen}
+	}
+	res, err := store.WriteSnapshotsFenced(ctxT(t), db.Pool, "a", []store.PositionsSnapshot{snap(1, 1, `[{"ticket":7}]`), snap(2, 1, `[]`)})
+	if err != nil || res.Applied != 2 || res.Refused != 0 {
+		t.Fatalf("owner write: %+v, %v", res, err)
+	}
+	res, err = store.WriteSnapshotsFenced(ctxT(t), db.Pool, "b", []store.PositionsSnapshot{snap(2, 1, `[{"ticket":666}]`)})
+	if err != nil || res.Applied != 0 || res.Refused != 1 {
+		t.Fatalf("foreign node write: %+v, %v", res, err)
+	}
+	// After a takeover the old owner's queued snapshot cannot land.
+	expire(t, db.Pool, 1)
+	b := cycle(t, db.Pool, "b", nil, 1)
+	if _, err := store.WriteSnapshotsFenced(ctxT(t), db.Pool, "b", []store.PositionsSnapshot{snap(1, b.Owned[0].Epoch, `[{"ticket":8}]`)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = store.WriteSnapshotsFenced(ctxT(t), db.Pool, "a", []store.PositionsSnapshot{snap(1, a.Owned[0].Epoch, `[{"ticket":7}]`)})
+	if err != nil || res.Applied != 0 || res.Refused != 1 {
+		t.Fatalf("old owner's snapshot after takeover: %+v, %v", res, err)
+	}
+	got, ok, err := store.ReadPositionsSnapshot(ctxT(t), db.Pool, 1)
+	if err != nil || !ok || got.Node != "b" || got.Epoch != b.Owned[0].Epoch || string(got.Positions) != `[{"ticket": 8}]` || !got.SeenAt.Equal(seen) {
+		t.Fatalf("snapshot of 1: %+v %s, %v, %v", got, got.Positions, ok, err)
+	}
+	if _, ok, err := store.ReadPositionsSnapshot(ctxT(t), db.Pool, 99); ok || err != nil {
+		t.Fatalf("no snapshot expected for 99: %v, %v", ok, err)
+	}
+}

@@ -251,6 +251,32 @@ func TestPositionsUnavailableWithoutController(t *testing.T) {
 	if r := b.get("/accounts/1"); !strings.Contains(r.body, `id="positions-unavailable"`) || !strings.Contains(r.body, "no broker controller") {
 		t.Fatal("page does not say positions are unavailable")
 	}
+
+	// Another node owns the follower and wrote what it saw: shown from the database.
+	res, err := store.LeaseCycle(ctxT(t), e.pool, store.CycleRequest{Node: "other-node", Platform: "mt5", Lease: time.Minute, Capacity: 1})
+	must(t, err)
+	seen := time.Now().Truncate(time.Second)
+	_, err = store.WriteSnapshotsFenced(ctxT(t), e.pool, "other-node", []store.PositionsSnapshot{{ID: 1, Epoch: res.Owned[0].Epoch, SeenAt: seen,
+		Positions: []byte(`[{"ticket":4242,"symbol":"EURUSD","side":"buy","volume":0.3,"magic":7001,"comment":"mc17"}]`)}})
+	must(t, err)
+	var sv struct {
+		Snapshot struct {
+			Node      string    `json:"node"`
+			SeenAt    time.Time `json:"seen_at"`
+			Positions []struct {
+				Ticket int64   `json:"ticket"`
+				Volume float64 `json:"volume"`
+			} `json:"positions"`
+		} `json:"snapshot"`
+	}
+	r = e.do("GET", "/api/accounts/1/positions", nil, bearer)
+	r.json(t, &sv)
+	if sv.Snapshot.Node != "other-node" || !sv.Snapshot.SeenAt.Equal(seen) || len(sv.Snapshot.Positions) != 1 || sv.Snapshot.Positions[0].Ticket != 4242 {
+		t.Fatalf("snapshot: %s", r.body)
+	}
+	if r := b.get("/accounts/1"); !strings.Contains(r.body, `id="positions-snapshot"`) || !strings.Contains(r.body, "4242") {
+		t.Fatal("page does not show the positions snapshot")
+	}
 }
 
 func TestCredentialsFunc(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
@@ -73,6 +74,41 @@ type positionsJSON struct {
 	Links []linkPositionsJSON `json:"links,omitempty"`
 	// Other (followers only): positions no link claims (manual trades, other magics).
 	Other []posJSON `json:"other,omitempty"`
+	// Snapshot (followers only): the positions as the account's owner last saw them,
+	// written through the lease fence by whichever node owns it; there even when this
+	// process has no broker controller.
+	Snapshot *snapshotJSON `json:"snapshot,omitempty"`
+}
+
+// snapshotJSON is a follower's positions snapshot from the database.
+type snapshotJSON struct {
+	Node      string    `json:"node"`
+	Epoch     int64     `json:"epoch"`
+	SeenAt    time.Time `json:"seen_at"`
+	Positions []posJSON `json:"positions"`
+}
+
+// loadSnapshot reads a follower's positions snapshot; nil when there is none (or it cannot
+// be read: the live view does not depend on it).
+func (s *Server) loadSnapshot(ctx context.Context, id int64) *snapshotJSON {
+	snap, ok, err := store.ReadPositionsSnapshot(ctx, s.opts.Pool, id)
+	if err != nil {
+		s.log.Warn().Err(err).Int64("account", id).Msg("console: positions snapshot")
+	}
+	if !ok {
+		return nil
+	}
+	ps, err := actors.DecodeSnapshot(snap.Positions)
+	if err != nil {
+		s.log.Warn().Err(err).Int64("account", id).Msg("console: positions snapshot")
+		return nil
+	}
+	out := &snapshotJSON{Node: snap.Node, Epoch: snap.Epoch, SeenAt: snap.SeenAt, Positions: make([]posJSON, len(ps))}
+	for i, p := range ps {
+		out.Positions[i] = posJSON{Ticket: p.Ticket, Symbol: p.Symbol, Side: p.Side, Volume: p.Volume, OpenPrice: p.OpenPrice,
+			SL: p.SL, TP: p.TP, Magic: p.Magic, Comment: p.Comment, OpenTime: p.OpenTime}
+	}
+	return out
 }
 
 // loadPositions reads an account's positions and, for a follower, its masters' from the
@@ -80,6 +116,9 @@ type positionsJSON struct {
 // first, then by the link's magic number and the mc<ticket> comment marker.
 func (s *Server) loadPositions(ctx context.Context, a store.AccountRow, links []store.LinkRow) positionsJSON {
 	out := positionsJSON{AccountID: a.ID, Role: string(a.Role), Positions: []posJSON{}}
+	if a.Role == store.RoleFollower {
+		out.Snapshot = s.loadSnapshot(ctx, a.ID)
+	}
 	if s.opts.Control == nil {
 		out.Reason = "positions are not available: this process has no broker controller"
 		return out

@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PositionsSnapshot is what a follower's owner last saw of its positions.
+type PositionsSnapshot struct {
+	ID        int64
+	Epoch     int64  // the writer's lease epoch: the row is written only if it still matches
+	Node      string // the writer (read back only)
+	Positions []byte // a JSON array, as the engine encodes it
+	SeenAt    time.Time
+}
+
+// WriteSnapshotsFenced writes a batch of positions snapshots in one statement, through the
+// same fence as statuses: a row lands only where node_id is this node and lease_epoch is
+// the row's epoch (the owner rows are share-locked in id order, like the ticket map's).
+func WriteSnapshotsFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []PositionsSnapshot) (FencedResult, error) {
+	rows = lastPerKey(rows, func(r PositionsSnapshot) int64 { return r.ID })
+	if len(rows) == 0 {
+		return FencedResult{}, nil
+	}
+	n := len(rows)
+	ids, epochs, docs, seen := make([]int64, n), make([]int64, n), make([]string, n), make([]time.Time, n)
+	for i, r := range rows {
+		ids[i], epochs[i], docs[i], seen[i] = r.ID, r.Epoch, string(r.Positions), r.SeenAt
+		if len(r.Positions) == 0 {
+			docs[i] = "[]"
+		}
+	}
+	tag, err := pool.Exec(ctx, `
+		WITH s AS (
+			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[]) AS s(id, epoch, positions, seen_at)),
+		owned AS (
+			SELECT t.id, t.lease_epoch FROM trading_accounts t
+			WHERE t.id = ANY($2::bigint[]) AND t.node_id = $1
+			ORDER BY t.id
+			FOR SHARE OF t)
+		INSERT INTO account_positions AS p (account_id, node_id, lease_epoch, positions, seen_at)
+		SELECT s.id, $1, s.epoch, s.positions::jsonb, s.seen_at
+		FROM s JOIN owned o ON o.id = s.id AND o.lease_epoch = s.epoch
+		ON CONFLICT (account_id) DO UPDATE
+		SET node_id = excluded.node_id, lease_epoch = excluded.lease_epoch, positions = excluded.positions,
+		    seen_at = excluded.seen_at, updated_at = now()`, node, ids, epochs, docs, seen)
+	if err != nil {
+		return FencedResult{}, fmt.Errorf("store: write positions snapshots: %w", err)
+	}
+	return FencedResult{Applied: tag.RowsAffected(), Refused: int64(n) - tag.RowsAffected()}, nil
+}
+
+// ReadPositionsSnapshot returns an account's last positions snapshot; ok is false when no
+// owner has written one.
+func ReadPositionsSnapshot(ctx context.Context, pool *pgxpool.Pool, id int64) (s PositionsSnapshot, ok bool, err error) {
+	err = pool.QueryRow(ctx, `SELECT account_id, lease_epoch, node_id, positions::text, seen_at FROM account_positions WHERE account_id = $1`, id).
+		Scan(&s.ID, &s.Epoch, &s.Node, &s.Positions, &s.SeenAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return PositionsSnapshot{}, false, nil
+	}
+	if err != nil {
+		return PositionsSnapshot{}, false, fmt.Errorf("store: read positions snapshot %d: %w", id, err)
+	}
+	return s, true, nil
+}
