@@ -114,6 +114,11 @@ func TestFencedPositionsSnapshots(t *testing.T) {
 	if err != nil || res.Applied != 0 || res.Refused != 1 {
 		t.Fatalf("foreign node write: %+v, %v", res, err)
 	}
+	// The same node, a stale epoch (a queued write from before it lost and claimed again).
+	res, err = store.WriteSnapshotsFenced(ctxT(t), db.Pool, "a", []store.PositionsSnapshot{snap(2, 0, `[{"ticket":666}]`)})
+	if err != nil || res.Applied != 0 || res.Refused != 1 {
+		t.Fatalf("stale epoch write: %+v, %v", res, err)
+	}
 	// After a takeover the old owner's queued snapshot cannot land.
 	expire(t, db.Pool, 1)
 	b := cycle(t, db.Pool, "b", nil, 1)
