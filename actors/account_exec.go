@@ -163,6 +163,12 @@ func (a *accountActor) raiseToken() bool {
 		a.e.metrics.OrdersFenced.Add(1)
 		a.gate.Fence()
 		a.e.log.Warn().Err(err).Int64("account", a.id).Int64("epoch", a.epoch).Msg("token is stale at the trade server; account lost")
+	case errors.Is(err, broker.ErrPermanent):
+		// The server cannot take a token without an order (an older bridge server): its
+		// first order carries the token instead, and the marker stays the backstop.
+		a.tokenRaised = true
+		a.e.log.Info().Err(err).Int64("account", a.id).Msg("trade server cannot raise the fencing token ahead of an order")
+		return true
 	default:
 		a.e.log.Warn().Err(err).Int64("account", a.id).Int64("epoch", a.epoch).Msg("could not raise the fencing token; retrying")
 	}
