@@ -103,6 +103,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case f.broker != "sim" && f.broker != "fix":
 		return usageErr(fmt.Errorf(`--broker %q: want "sim" or "fix"`, f.broker))
 	}
+	// The demo's nodes and simulator share one process and one clock: no skew.
 	timing := leasekeeper.Config{Lease: f.lease, Fence: f.fence, Interval: f.interval}
 	if err := timing.Validate(); err != nil {
 		return usageErr(err)

@@ -177,7 +177,8 @@ func (o *Options) Validate() error {
 	if o.Broker == "" {
 		o.Broker = "bridge"
 	}
-	timing := leasekeeper.Config{Lease: o.Lease, Fence: o.Fence, Interval: o.Interval}
+	// The nodes run with copierd run's default --clock-skew: validate as they will.
+	timing := leasekeeper.Config{Lease: o.Lease, Fence: o.Fence, Interval: o.Interval, ClockSkew: leasekeeper.DefaultClockSkew}
 	if err := timing.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrOptions, err)
 	}
