@@ -325,7 +325,9 @@ func TestKeeperShutdownFitsOneBudgetAndAlwaysReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > budget+time.Second {
+	// Before the budget was split the accounts alone could take 60 s; the margin here is
+	// for a loaded machine, not a timing claim.
+	if took := time.Since(start); took > budget+10*time.Second {
 		t.Fatalf("shutdown took %v with a budget of %v", took, budget)
 	}
 	if done, ok := res.(ShutdownDone); !ok || done.Released != 2 {
