@@ -85,6 +85,7 @@ type accountActor struct {
 	tokenRaised bool      // this epoch's token reached the trade server (Session.Fence)
 	seenAt      time.Time // when the follower's positions were last read or changed by an order
 	orderFails  int       // orders failed in a row without executing, for the repair backoff
+	repairCause string    // a failed order asked for a reconcile (repairDue) that has not started
 }
 
 func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate) actor.Producer {
@@ -131,8 +132,10 @@ func (a *accountActor) Receive(ctx actor.Context) {
 	case accountTick:
 		a.onTick(ctx)
 	case repairDue:
-		a.dirty = true
-		a.maybeReconcile(ctx, m.cause)
+		if a.repairCause != "" { // not already taken up by a reconcile
+			a.dirty = true
+			a.maybeReconcile(ctx, a.repairCause)
+		}
 	}
 }
 
@@ -343,6 +346,7 @@ func (a *accountActor) maybeReconcile(ctx actor.Context, cause string) {
 		if a.againCause == "" {
 			a.againCause = cause // the rerun is counted under what caused it
 		}
+		a.repairCause = ""
 		return
 	}
 	if !a.gate.HoldsLease() {
@@ -373,7 +377,7 @@ func (a *accountActor) maybeReconcile(ctx actor.Context, cause string) {
 		req.Links = append(req.Links, reconcile.LinkRequest{MasterID: l.row.MasterID, Link: l.link, TicketMap: tm})
 	}
 	a.countReconcile(cause)
-	a.reconciling, a.reconCause, a.again, a.againCause, a.dirty = true, cause, false, "", false
+	a.reconciling, a.reconCause, a.again, a.againCause, a.dirty, a.repairCause = true, cause, false, "", false, ""
 	a.signal(Signal{Kind: SignalReconcileStarted, Cause: cause})
 	a.lastRecon = a.e.now()
 	a.board.update(func(s *AccountStatus) { s.Phase, s.Reconciles = PhaseReconciling, s.Reconciles+1 })
@@ -458,7 +462,11 @@ func (a *accountActor) onTick(ctx actor.Context) {
 		return // a running reconcile already repairs; chaining another would loop
 	}
 	if a.dirty && a.gate.HoldsLease() {
-		a.maybeReconcile(ctx, causeGate)
+		cause := causeGate
+		if a.repairCause != "" {
+			cause = a.repairCause // a failed order asked first
+		}
+		a.maybeReconcile(ctx, cause)
 		return
 	}
 	if every := a.e.cfg.ReconcileEvery; every > 0 && !a.lastRecon.IsZero() && a.e.now().Sub(a.lastRecon) >= every {

@@ -176,20 +176,27 @@ func (a *accountActor) raiseToken() bool {
 	return false
 }
 
-// repairDue asks for a reconcile after an order failed on any path (event or plan).
-type repairDue struct{ cause string }
+// repairDue asks for a reconcile after an order failed on any path (event or plan), for
+// the accountActor's repairCause.
+type repairDue struct{}
 
 // repairSoon asks the Reconciler after delay (0: as soon as the current message is done),
 // as a message, so a reconcile never starts in the middle of executing another's plan.
+//
+// The cause is kept until a reconcile starts, so whichever comes first (this message or a
+// tick) counts the reconcile under it.
 func (a *accountActor) repairSoon(ctx actor.Context, cause string, delay time.Duration) {
 	a.dirty = true
+	if a.repairCause == "" {
+		a.repairCause = cause
+	}
 	self := ctx.Self()
 	if delay <= 0 {
-		ctx.Send(self, repairDue{cause: cause})
+		ctx.Send(self, repairDue{})
 		return
 	}
 	root := ctx.ActorSystem().Root
-	time.AfterFunc(delay, func() { root.Send(self, repairDue{cause: cause}) })
+	time.AfterFunc(delay, func() { root.Send(self, repairDue{}) })
 }
 
 // onOrderError records a failed order; it returns true when the plan may go on.
