@@ -3,7 +3,10 @@ package leasekeeper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -361,5 +364,54 @@ func TestKeeperCycleInFlightAtShutdownNeverClaims(t *testing.T) {
 	rel := h.releases.Since(0)
 	if len(rel) != 1 || len(rel[0]) != 2 || rel[0][0].ID != 1 || rel[0][1].ID != 9 {
 		t.Fatalf("released %v, want accounts 1 and 9", rel)
+	}
+}
+
+// TestKeeperRevokesLostAccountsBeforeAnyGateIsConfirmed: in one cycle account 1 is lost,
+// account 3 is new and account 5 renewed. The lost gate must already be closed when the
+// first gate of the cycle is created or confirmed (gates are handled in id order, so the
+// new gate of 3 comes before the renewal of 5).
+func TestKeeperRevokesLostAccountsBeforeAnyGateIsConfirmed(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 1}, store.Owned{ID: 5, Epoch: 1})})
+	first := h.lastOwned()
+	g1, g5 := first.Accounts[1].Gate, first.Accounts[5].Gate
+	g5Before, _ := g5.TrustedUntil()
+	var mu sync.Mutex
+	var seen []string
+	hook := func() {
+		if !calledFrom("NewEpochGate") {
+			return
+		}
+		_, open := g1.TrustedUntil() // reads no clock
+		g5Now, _ := g5.TrustedUntil()
+		mu.Lock()
+		seen = append(seen, fmt.Sprintf("lost gate open=%v, renewed gate confirmed=%v", open, !g5Now.Equal(g5Before)))
+		mu.Unlock()
+	}
+	h.clk.hook.Store(&hook)
+	h.clk.Advance(time.Second)
+	h.tick()
+	h.cycle(cycleAnswer{res: owns(store.Owned{ID: 3, Epoch: 1, Claimed: true}, store.Owned{ID: 5, Epoch: 1})})
+	h.clk.hook.Store(nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0] != "lost gate open=false, renewed gate confirmed=false" {
+		t.Fatalf("when the cycle's first gate was created: %v; want the lost gate closed and no gate confirmed yet", seen)
+	}
+}
+
+// calledFrom reports whether a function whose name ends in name is on the caller's stack.
+func calledFrom(name string) bool {
+	pc := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "."+name) {
+			return true
+		}
+		if !more {
+			return false
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,13 +13,17 @@ import (
 
 // fakeClock is a manually advanced clock, safe for concurrent reads.
 type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu   sync.Mutex
+	now  time.Time
+	hook atomic.Pointer[func()] // called on every reading, outside the lock
 }
 
 func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
 
 func (c *fakeClock) Now() time.Time {
+	if h := c.hook.Load(); h != nil {
+		(*h)()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
