@@ -28,6 +28,9 @@ import (
 type Env struct {
 	Broker  broker.Broker
 	Control broker.Controller
+	// NoTokenFence: the venue cannot raise a fencing token without an order (FIX):
+	// Session.Fence returns nil and changes nothing; tokens travel with orders only.
+	NoTokenFence bool
 }
 
 // testCase is one conformance check.

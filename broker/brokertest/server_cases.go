@@ -42,7 +42,7 @@ func testExpired(h *harness) {
 		h.t.Fatalf("want only the open with a deadline ahead, got %+v", ps)
 	}
 	for _, e := range h.orderLog() {
-		if e.Login == login && e.Executed && e.Deadline.Before(e.ServerTime) {
+		if e.Login == login && e.Executed && !e.Deadline.IsZero() && e.Deadline.Before(e.ServerTime) {
 			h.t.Fatalf("log entry %+v executed after its deadline", e)
 		}
 	}
@@ -56,6 +56,16 @@ func testFence(h *harness) {
 	sym := h.symbol(s)
 	h.must(h.env.Control.SetOptions(h.ctx, broker.ServerOptions{EnforceTokens: true}))
 	h.must(s.Fence(h.ctx, order(8)))
+	if h.env.NoTokenFence {
+		// The token rises with orders only: 7 is still accepted, then 8 raises it.
+		if _, err := s.Open(h.ctx, broker.OpenRequest{Order: order(7), Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot}); err != nil {
+			h.t.Fatalf("after a Fence that cannot raise the token, token 7: %v", err)
+		}
+		late := order(9)
+		late.Deadline = time.Now().Add(-time.Second)
+		h.wantErr(s.Fence(h.ctx, late), broker.ErrExpired, broker.CodeExpired)
+		return
+	}
 	_, err := s.Open(h.ctx, broker.OpenRequest{Order: order(7), Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot})
 	h.wantErr(err, broker.ErrFenced, broker.CodeFencedToken)
 	h.wantErr(s.Fence(h.ctx, order(7)), broker.ErrFenced, broker.CodeFencedToken)

@@ -296,6 +296,20 @@ func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
 	return out, nil
 }
 
+// refuseExpired refuses, before anything is sent, an order whose deadline has passed. A
+// FIX venue does not check the deadline of a market order, so this side does (nothing is
+// executed: ErrExpired).
+func refuseExpired(o broker.Order) error {
+	if now := time.Now(); o.Expired(now) {
+		return broker.NewError(broker.ErrExpired, broker.CodeExpired, "fix: order %v past its deadline, not sent", now.Sub(o.Deadline))
+	}
+	return nil
+}
+
+// Fence implements broker.Session. FIX has no message that raises a fencing token without
+// an order: the token travels with every order (9001), so this only refuses an expired o.
+func (s *session) Fence(_ context.Context, o broker.Order) error { return refuseExpired(o) }
+
 // clOrdID is the ClOrdID of an order: its request id.
 func clOrdID(o broker.Order) string {
 	if o.RequestID == uuid.Nil {
@@ -400,6 +414,9 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 	if err := ctx.Err(); err != nil {
 		return broker.OrderResult{}, notSent("order", err)
 	}
+	if err := refuseExpired(req.Order); err != nil {
+		return broker.OrderResult{}, err
+	}
 	if req.Type != broker.Market {
 		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: only market orders are supported")
 	}
@@ -435,6 +452,9 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (broker.OrderResult, error) {
 	if err := ctx.Err(); err != nil {
 		return broker.OrderResult{}, notSent("order", err)
+	}
+	if err := refuseExpired(req.Order); err != nil {
+		return broker.OrderResult{}, err
 	}
 	id := clOrdID(req.Order)
 	memo := s.b.sentFor(s.creds.Login)
@@ -480,6 +500,9 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 func (s *session) Modify(ctx context.Context, req broker.ModifyRequest) (broker.OrderResult, error) {
 	if err := ctx.Err(); err != nil {
 		return broker.OrderResult{}, notSent("order", err)
+	}
+	if err := refuseExpired(req.Order); err != nil {
+		return broker.OrderResult{}, err
 	}
 	id := clOrdID(req.Order)
 	if s.b.sentFor(s.creds.Login).lookup(id) != nil {

@@ -11,6 +11,6 @@ import (
 func TestConformance(t *testing.T) {
 	brokertest.Run(t, func(t *testing.T) brokertest.Env {
 		e := newEnv(t, envOptions{})
-		return brokertest.Env{Broker: e.broker, Control: e.sim}
+		return brokertest.Env{Broker: e.broker, Control: e.sim, NoTokenFence: true}
 	})
 }
