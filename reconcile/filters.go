@@ -117,14 +117,24 @@ func symbolListed(list []string, symbol, base string) bool {
 }
 
 func (f Filters) validate(fe *fieldErrors) {
+	for _, l := range []struct {
+		name string
+		n    int
+	}{{"filters.include_symbols", len(f.IncludeSymbols)}, {"filters.exclude_symbols", len(f.ExcludeSymbols)},
+		{"filters.magics", len(f.Magics)}, {"filters.exclude_magics", len(f.ExcludeMagics)}} {
+		if l.n > MaxListItems {
+			fe.add(l.name, "at most %d items (got %d)", MaxListItems, l.n)
+			return
+		}
+	}
 	for i, s := range f.IncludeSymbols {
 		if !validSymbolName(s) {
-			fe.add("filters.include_symbols["+strconv.Itoa(i)+"]", "symbol %q must be non-empty and without spaces", s)
+			fe.add("filters.include_symbols["+strconv.Itoa(i)+"]", "symbol %+q: %s", s, symbolRule)
 		}
 	}
 	for i, s := range f.ExcludeSymbols {
 		if !validSymbolName(s) {
-			fe.add("filters.exclude_symbols["+strconv.Itoa(i)+"]", "symbol %q must be non-empty and without spaces", s)
+			fe.add("filters.exclude_symbols["+strconv.Itoa(i)+"]", "symbol %+q: %s", s, symbolRule)
 		}
 	}
 	if !f.Sides.Valid() {

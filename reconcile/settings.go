@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+
+	"github.com/snapcopier/copier/internal/strictjson"
 )
 
 // Settings is the configuration of one copy link, stored as the jsonb column
@@ -54,6 +57,18 @@ func DefaultSettings() Settings {
 // result. Every error matches ErrInvalidSettings.
 func ParseSettings(data []byte) (Settings, error) {
 	s := DefaultSettings()
+	// encoding/json matches keys case-insensitively and takes the last of a repeated key;
+	// the documented names are exact and a key appears once.
+	if err := strictjson.Check(data, reflect.TypeOf(&s)); err != nil {
+		var fe *strictjson.FieldError
+		if errors.As(err, &fe) {
+			return Settings{}, &FieldError{Field: fe.Path, Problem: fe.Err.Error() + " (names are case-sensitive)"}
+		}
+		if errors.Is(err, strictjson.ErrTrailingData) {
+			return Settings{}, fmt.Errorf("%w: trailing data after the settings object", ErrInvalidSettings)
+		}
+		// Syntax errors: reported below by the decoder, with its offset.
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {

@@ -114,6 +114,22 @@ func (s Sizing) validate(fe *fieldErrors) {
 		if !positive(s.Multiplier) {
 			fe.add("sizing.multiplier", "must be > 0 in mode %s (got %v)", s.Mode, s.Multiplier)
 		}
+	}
+	// Sanity bounds, whatever the mode: no real account trades more, and a value beyond
+	// them is a typo that would size every copy at the symbol's maximum.
+	if s.FixedLot > MaxLots {
+		fe.add("sizing.fixed_lot", "must be ≤ %v lots (got %v)", MaxLots, s.FixedLot)
+	}
+	if s.Multiplier > MaxMultiplier {
+		fe.add("sizing.multiplier", "must be ≤ %v (got %v)", MaxMultiplier, s.Multiplier)
+	}
+	if s.MinLot > MaxLots {
+		fe.add("sizing.min_lot", "must be ≤ %v lots (got %v)", MaxLots, s.MinLot)
+	}
+	if s.MaxLot > MaxLots {
+		fe.add("sizing.max_lot", "must be ≤ %v lots (got %v)", MaxLots, s.MaxLot)
+	}
+	switch s.Mode {
 	case SizeRiskPercent:
 		if !positive(s.RiskPercent) || s.RiskPercent > 100 {
 			fe.add("sizing.risk_percent", "must be > 0 and ≤ 100 in mode risk_percent (got %v)", s.RiskPercent)
@@ -129,6 +145,14 @@ func (s Sizing) validate(fe *fieldErrors) {
 		fe.add("sizing.min_lot", "must not exceed sizing.max_lot (%v > %v)", s.MinLot, s.MaxLot)
 	}
 }
+
+// Sanity bounds of sizing.
+const (
+	// MaxLots bounds fixed_lot, min_lot and max_lot.
+	MaxLots = 1000
+	// MaxMultiplier bounds multiplier.
+	MaxMultiplier = 1000
+)
 
 // positive reports whether v is a finite number > 0.
 func positive(v float64) bool { return v > 0 && !math.IsInf(v, 0) }

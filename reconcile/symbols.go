@@ -2,8 +2,10 @@ package reconcile
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/snapcopier/copier/broker"
 )
@@ -79,6 +81,10 @@ func (m SymbolMap) ResolveIn(master string, follower map[string]broker.SymbolSpe
 }
 
 func (m SymbolMap) validate(fe *fieldErrors) {
+	if len(m.Pairs) > MaxListItems {
+		fe.add("symbols.pairs", "at most %d pairs (got %d)", MaxListItems, len(m.Pairs))
+		return
+	}
 	froms := make([]string, 0, len(m.Pairs))
 	for from := range m.Pairs {
 		froms = append(froms, from)
@@ -86,10 +92,11 @@ func (m SymbolMap) validate(fe *fieldErrors) {
 	sort.Strings(froms)
 	for _, from := range froms {
 		if !validSymbolName(from) {
-			fe.add("symbols.pairs", "master symbol %q must be non-empty and without spaces", from)
+			fe.add("symbols.pairs", "master symbol %+q: %s", from, symbolRule)
+			continue
 		}
 		if to := m.Pairs[from]; !validSymbolName(to) {
-			fe.add("symbols.pairs["+from+"]", "follower symbol %q must be non-empty and without spaces", to)
+			fe.add("symbols.pairs["+from+"]", "follower symbol %+q: %s", to, symbolRule)
 		}
 	}
 	for _, f := range []struct{ name, v string }{
@@ -98,13 +105,39 @@ func (m SymbolMap) validate(fe *fieldErrors) {
 		{"symbols.follower_prefix", m.FollowerPrefix},
 		{"symbols.follower_suffix", m.FollowerSuffix},
 	} {
-		if strings.IndexFunc(f.v, unicode.IsSpace) >= 0 {
-			fe.add(f.name, "must not contain spaces (got %q)", f.v)
+		if f.v != "" && !validSymbolText(f.v, MaxAffixLen) {
+			fe.add(f.name, "%+q: at most %d visible characters, no spaces", f.v, MaxAffixLen)
 		}
 	}
 }
 
-// validSymbolName reports whether s could name a symbol: non-empty, no white space.
+// Bounds of the names in settings: MetaTrader symbol names are at most 31 characters.
+const (
+	// MaxSymbolLen is the longest symbol name, in characters.
+	MaxSymbolLen = 32
+	// MaxAffixLen is the longest symbol prefix or suffix, in characters.
+	MaxAffixLen = 16
+	// MaxListItems bounds every list and map of settings (symbols, pairs, magic ranges).
+	MaxListItems = 1000
+)
+
+// symbolRule says what validSymbolName accepts.
+var symbolRule = "must be 1 to " + strconv.Itoa(MaxSymbolLen) + " visible characters without spaces"
+
+// validSymbolName reports whether s could name a symbol: 1 to MaxSymbolLen visible
+// characters, no white space.
 func validSymbolName(s string) bool {
-	return s != "" && strings.IndexFunc(s, unicode.IsSpace) < 0
+	return s != "" && validSymbolText(s, MaxSymbolLen)
+}
+
+// validSymbolText reports whether s is valid UTF-8 of at most maxLen characters, each a
+// visible one: no white space, control or format character (zero-width space, bidi
+// marks, byte-order mark) and no U+FFFD (what invalid UTF-8 decodes to).
+func validSymbolText(s string, maxLen int) bool {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxLen {
+		return false
+	}
+	return strings.IndexFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || !unicode.IsGraphic(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError
+	}) < 0
 }

@@ -161,11 +161,14 @@ func CreateAccount(ctx context.Context, pool *pgxpool.Pool, a Account) error {
 // SetAccountEnabled switches an account on or off. A switched-off follower is released by
 // its owner in the owner's next lease cycle.
 func SetAccountEnabled(ctx context.Context, pool *pgxpool.Pool, id int64, enabled bool) error {
-	tag, err := pool.Exec(ctx, `UPDATE trading_accounts SET enabled = $2 WHERE id = $1`, id, enabled)
+	// Only a change is written: switching an account to the state it is in touches nothing.
+	var found bool
+	err := pool.QueryRow(ctx, `WITH u AS (UPDATE trading_accounts SET enabled = $2 WHERE id = $1 AND enabled <> $2 RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM trading_accounts WHERE id = $1)`, id, enabled).Scan(&found)
 	if err != nil {
 		return fmt.Errorf("store: enable account %d: %w", id, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !found {
 		return fmt.Errorf("%w: account %d", ErrNotFound, id)
 	}
 	return nil

@@ -423,11 +423,16 @@ func GetLinkRow(ctx context.Context, pool *pgxpool.Pool, id int64) (LinkRow, err
 // SetLinkEnabled switches a link on or off and bumps its version (and, by trigger, its
 // follower's config version, so the owner reloads it).
 func SetLinkEnabled(ctx context.Context, pool *pgxpool.Pool, id int64, enabled bool) error {
-	tag, err := pool.Exec(ctx, `UPDATE copy_links SET enabled = $2, version = version + 1, updated_at = now() WHERE id = $1`, id, enabled)
+	// Only a change is written: a no-op would bump the link's version and, through the
+	// trigger, its follower's config version, and make the owner reload for nothing.
+	var found bool
+	err := pool.QueryRow(ctx, `WITH u AS (UPDATE copy_links SET enabled = $2, version = version + 1, updated_at = now()
+			WHERE id = $1 AND enabled <> $2 RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM copy_links WHERE id = $1)`, id, enabled).Scan(&found)
 	if err != nil {
 		return fmt.Errorf("store: enable link %d: %w", id, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !found {
 		return fmt.Errorf("%w: link %d", ErrNotFound, id)
 	}
 	return nil

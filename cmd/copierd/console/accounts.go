@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/store"
@@ -35,6 +36,14 @@ func parseAccountsQuery(v url.Values) (accountsQuery, store.AccountQuery, error)
 	sq := store.AccountQuery{Search: q.Q, Platform: q.Platform, Node: q.Owner, Status: q.Status, Problems: q.Problems}
 	if len(q.Q) > 200 {
 		return q, sq, errors.New("q: at most 200 characters")
+	}
+	for _, p := range []struct{ name, v string }{{"q", q.Q}, {"platform", q.Platform}, {"owner", q.Owner}, {"status", q.Status}} {
+		if len(p.v) > 200 {
+			return q, sq, errors.New(p.name + ": at most 200 characters")
+		}
+		if !utf8.ValidString(p.v) || strings.IndexFunc(p.v, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+			return q, sq, errors.New(p.name + ": must be text without control characters (valid UTF-8, no NUL)")
+		}
 	}
 	switch q.Role {
 	case "":
@@ -111,13 +120,14 @@ type accountsView struct {
 }
 
 func (s *Server) liveSnapshot() (actors.Snapshot, bool) {
-	if s.opts.Node == nil {
+	n := s.node.current()
+	if n == nil {
 		return actors.Snapshot{}, false
 	}
 	if state, _, _, _, _ := s.node.nodeState(); state == nodeStopped {
 		return actors.Snapshot{}, false
 	}
-	return s.opts.Node.Snapshot(), true
+	return n.Snapshot(), true
 }
 
 func (s *Server) rowViews(rows []store.AccountRow) []accountRowView {
@@ -142,7 +152,7 @@ func (s *Server) accountsPage(w http.ResponseWriter, r *http.Request) {
 	q, sq, err := parseAccountsQuery(r.URL.Query())
 	v := accountsView{Query: q}
 	if s.opts.Node != nil {
-		v.NodeID = s.opts.Node.Config().NodeID
+		v.NodeID = s.node.current().Config().NodeID
 	}
 	status := http.StatusOK
 	if err != nil {
@@ -230,7 +240,7 @@ func (s *Server) loadAccount(ctx context.Context, id int64, withPositions bool) 
 	}
 	d := accountDetail{Row: s.rowViews([]store.AccountRow{a})[0]}
 	if s.opts.Node != nil {
-		d.NodeID = s.opts.Node.Config().NodeID
+		d.NodeID = s.node.current().Config().NodeID
 	}
 	for _, l := range links {
 		d.Links = append(d.Links, linkRowView{LinkRow: l, Summary: settingsSummary(l.Settings)})

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -42,6 +43,10 @@ type Options struct {
 	// Node is the node embedded in this process, or nil: the cluster page then shows only
 	// what the database knows, and the node actions and journals are unavailable.
 	Node *actors.Node
+	// Restart, when set, starts the node again after a drain (POST /api/node/resume) and
+	// returns it; the caller also makes it the process's node for /metrics and shutdown.
+	// Without it a drained node stays stopped until the process restarts.
+	Restart func(context.Context) (*actors.Node, error)
 	// Control, when set, lets the account page show master positions beside the
 	// follower's copies (broker/sim and broker/bridge implement it).
 	Control broker.Controller
@@ -177,7 +182,7 @@ func New(opts Options) (*Server, error) {
 		log:   opts.Logger.With().Str("component", "console").Logger(),
 		pages: pages,
 		auth:  newAuthenticator(opts),
-		node:  &nodeControl{node: opts.Node, claiming: true},
+		node:  &nodeControl{node: opts.Node, restart: opts.Restart, claiming: true},
 	}
 	s.handler = s.routes()
 	return s, nil
@@ -222,12 +227,14 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /links/{id}/disable", s.enableSubmit(linkSwitch, false))
 	mux.HandleFunc("POST /node/claiming", s.nodeClaimingSubmit)
 	mux.HandleFunc("POST /node/drain", s.nodeDrainSubmit)
+	mux.HandleFunc("POST /node/resume", s.nodeResumeSubmit)
 
 	// API.
 	mux.HandleFunc("GET /api/cluster", s.apiCluster)
 	mux.HandleFunc("GET /api/node", s.apiNode)
 	mux.HandleFunc("POST /api/node/claiming", s.apiNodeClaiming)
 	mux.HandleFunc("POST /api/node/drain", s.apiNodeDrain)
+	mux.HandleFunc("POST /api/node/resume", s.apiNodeResume)
 	mux.HandleFunc("GET /api/accounts", s.apiAccounts)
 	mux.HandleFunc("POST /api/accounts", s.apiAccountCreate)
 	mux.HandleFunc("GET /api/accounts/{id}", s.apiAccount)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -143,6 +144,9 @@ func (s *Server) updateLink(ctx context.Context, r *http.Request, cur store.Link
 	if settings != nil {
 		l.Settings = settings
 	}
+	if l.Enabled == cur.Enabled && l.Magic == cur.Magic && sameJSON(l.Settings, cur.Settings) {
+		return http.StatusOK, fe // a no-op: nothing to write, no reload for the owner
+	}
 	if err := store.UpdateLink(ctx, s.opts.Pool, l); err != nil {
 		if magicClash(&fe, err, l.FollowerID, l.Magic) {
 			return http.StatusConflict, fe
@@ -163,6 +167,16 @@ func magicClash(fe *fieldErrs, err error, followerID, magic int64) bool {
 	}
 	fe.add("magic", fmt.Sprintf("another link of follower %d uses magic %d: give every link of a follower its own", followerID, magic))
 	return true
+}
+
+// sameJSON reports whether two JSON documents have the same value (the database keeps
+// settings as jsonb, which does not keep the text as given).
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // dbFieldError records a database failure against a field and returns its status.

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -24,15 +25,26 @@ const (
 )
 
 // nodeControl tracks what the console did to the embedded node. Every call into the node
-// that changes it is made under mu, so a pause can never race a drain.
+// that changes it is made under mu, so a pause can never race a drain or a resume.
 type nodeControl struct {
-	node     *actors.Node
 	mu       sync.Mutex
+	node     *actors.Node
+	restart  func(context.Context) (*actors.Node, error) // nil: a drain cannot be undone
 	claiming bool
 	state    string // "" = running or paused per claiming
 	released int
 	stopErr  string
 	at       time.Time // when the drain finished
+}
+
+// current returns the node the console controls now (a resume replaces it), or nil.
+func (c *nodeControl) current() *actors.Node {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.node
 }
 
 // nodeState returns the node's state.
@@ -49,14 +61,22 @@ func (c *nodeControl) nodeState() (state string, claiming bool, drainErr string,
 	return state, c.claiming && c.state == "", c.stopErr, c.released, c.at
 }
 
-var errNodeStopped = errors.New("this node was drained and has stopped; restart the process to rejoin")
+var errNodeStopped = errors.New("this node was drained and has stopped; resume it (POST /api/node/resume) to rejoin")
+
+var errDraining = errors.New("this node is draining; wait until it has stopped, then resume it")
 
 // setClaiming pauses or resumes claiming.
 func (c *nodeControl) setClaiming(claiming bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state != "" {
+	switch c.state {
+	case nodeDraining:
+		return errDraining
+	case nodeStopped:
 		return errNodeStopped
+	}
+	if c.claiming == claiming {
+		return nil // nothing to change
 	}
 	c.node.SetDraining(!claiming)
 	c.claiming = claiming
@@ -79,9 +99,10 @@ func (c *nodeControl) drain(ctx context.Context, s *Server) error {
 	// The drain runs to its end even if the client goes away.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
 	defer cancel()
-	nodeID := c.node.Config().NodeID
+	node := c.node
+	nodeID := node.Config().NodeID
 	before, _ := store.CountOwnedBy(dctx, s.opts.Pool, nodeID)
-	err := c.node.Stop(dctx)
+	err := node.Stop(dctx)
 	after, cerr := store.CountOwnedBy(dctx, s.opts.Pool, nodeID)
 
 	c.mu.Lock()
@@ -97,6 +118,37 @@ func (c *nodeControl) drain(ctx context.Context, s *Server) error {
 		return err
 	}
 	s.log.Info().Str("node", nodeID).Int("released", c.released).Msg("console drain: node stopped and released its accounts")
+	return nil
+}
+
+var errNoRestart = errors.New("this process cannot restart its node from the console; restart the process to rejoin")
+
+// resume undoes a drain: it starts the node again (Options.Restart) and it claims
+// accounts in its next lease cycle. On a node that was not drained it resumes claiming.
+// It is idempotent.
+func (c *nodeControl) resume(ctx context.Context, s *Server) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.state {
+	case "":
+		if !c.claiming {
+			c.node.SetDraining(false)
+			c.claiming = true
+		}
+		return nil
+	case nodeDraining:
+		return errDraining
+	}
+	if c.restart == nil {
+		return errNoRestart
+	}
+	n, err := c.restart(ctx)
+	if err != nil {
+		s.log.Error().Err(err).Msg("console resume: node did not start")
+		return fmt.Errorf("the node did not start again: %w", err)
+	}
+	c.node, c.state, c.claiming, c.released, c.stopErr, c.at = n, "", true, 0, "", time.Time{}
+	s.log.Info().Str("node", n.Config().NodeID).Msg("console resume: node started again")
 	return nil
 }
 
@@ -158,7 +210,7 @@ type leaseTiming struct {
 
 // nodeView reads the embedded node, or returns nil when there is none.
 func (s *Server) nodeView() (*nodeJSON, actors.Snapshot) {
-	n := s.opts.Node
+	n := s.node.current()
 	if n == nil {
 		return nil, actors.Snapshot{}
 	}
@@ -248,6 +300,13 @@ func (s *Server) apiNodeDrain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no node runs in this process")
 		return
 	}
+	if err := decodeNoBody(r); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	// The drain may take up to drainTimeout: the answer must not hit the server's write
+	// deadline.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(drainTimeout + 10*time.Second))
 	s.log.Info().Str("user", principalOf(r).Name).Msg("console: draining node")
 	if err := s.node.drain(r.Context(), s); err != nil {
 		v, _ := s.nodeView()
@@ -259,6 +318,43 @@ func (s *Server) apiNodeDrain(w http.ResponseWriter, r *http.Request) {
 	}
 	v, _ := s.nodeView()
 	writeJSON(w, http.StatusOK, v)
+}
+
+// apiNodeResume serves POST /api/node/resume: undo a drain (start the node again) or a
+// pause.
+func (s *Server) apiNodeResume(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Node == nil {
+		writeError(w, http.StatusNotFound, "no node runs in this process")
+		return
+	}
+	if err := decodeNoBody(r); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	if err := s.node.resume(ctx, s); err != nil {
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	}
+	s.log.Info().Str("user", principalOf(r).Name).Msg("console: node resumed")
+	v, _ := s.nodeView()
+	writeJSON(w, http.StatusOK, v)
+}
+
+// nodeResumeSubmit is the page form for resuming a drained node.
+func (s *Server) nodeResumeSubmit(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Node == nil {
+		s.refuse(w, r, http.StatusNotFound, "no node runs in this process")
+		return
+	}
+	ctx, cancel := reqCtx(r)
+	defer cancel()
+	if err := s.node.resume(ctx, s); err != nil {
+		s.refuse(w, r, http.StatusConflict, err.Error())
+		return
+	}
+	http.Redirect(w, r, "/?done=resumed", http.StatusSeeOther)
 }
 
 // nodeClaimingSubmit is the page form for pausing and resuming claiming.

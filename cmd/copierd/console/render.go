@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"math"
 	"net/http"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snapcopier/copier/internal/strictjson"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -245,31 +247,64 @@ func (s *Server) storeFailure(err error, what string) (int, string) {
 	return http.StatusInternalServerError, "database error while reading or writing " + what + " (logged)"
 }
 
-// decodeJSON reads a JSON body into v, refusing unknown fields and trailing data. The
+// decodeJSON reads a JSON body into v as API.md says: one object, keys spelled exactly
+// as documented, no unknown or repeated key, nothing after it (internal/strictjson). The
 // error names the field and never quotes values (they may be secrets).
 func decodeJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		var se *json.SyntaxError
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
 		var mbe *http.MaxBytesError
-		switch {
-		case errors.As(err, &te):
-			return fmt.Errorf("field %q: want a %s", te.Field, jsonKind(te.Type.Kind().String()))
-		case errors.As(err, &se):
-			return fmt.Errorf("malformed JSON at byte %d", se.Offset)
-		case errors.As(err, &mbe):
+		if errors.As(err, &mbe) {
 			return fmt.Errorf("body larger than %d bytes", mbe.Limit)
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return fmt.Errorf("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
-		case err.Error() == "EOF":
-			return errors.New("empty body: want a JSON object")
 		}
-		return errors.New("malformed JSON body")
+		return errors.New("cannot read the body")
 	}
-	if dec.More() {
+	return decodeBody(body, v)
+}
+
+// decodeBody is decodeJSON on bytes already read.
+func decodeBody(body []byte, v any) error {
+	err := strictjson.Decode(body, v)
+	if err == nil {
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	var fe *strictjson.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return fmt.Errorf("%s %q (field names are case-sensitive; see API.md)", fe.Err, fe.Path)
+	case errors.Is(err, strictjson.ErrEmpty):
+		return errors.New("empty body: want a JSON object")
+	case errors.Is(err, strictjson.ErrTrailingData):
 		return errors.New("trailing data after the JSON object")
+	case errors.Is(err, strictjson.ErrInvalidUTF8):
+		return errors.New("the body is not valid UTF-8")
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return errors.New("want a JSON object")
+		}
+		return fmt.Errorf("field %q: want a %s", te.Field, jsonKind(te.Type.Kind().String()))
+	case errors.As(err, &se):
+		return fmt.Errorf("malformed JSON at byte %d", se.Offset)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Errorf("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return errors.New("malformed JSON body")
+}
+
+// decodeNoBody reads the body of an action that takes no input: it must be empty or the
+// empty object {}; anything else is refused (400) before the action runs.
+func decodeNoBody(r *http.Request) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return errors.New("cannot read the body")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if err := decodeBody(body, &struct{}{}); err != nil {
+		return fmt.Errorf("%v: this call takes no input (send no body or {})", err)
 	}
 	return nil
 }

@@ -45,6 +45,10 @@ func (s *Server) apiEnable(t switchable, on bool) http.HandlerFunc {
 			writeError(w, http.StatusBadRequest, t.kind+" id must be a positive integer")
 			return
 		}
+		if err := decodeNoBody(r); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 		ctx, cancel := reqCtx(r)
 		defer cancel()
 		if err := s.setEnabled(ctx, r, t, id, on); err != nil {

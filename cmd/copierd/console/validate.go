@@ -22,6 +22,10 @@ const (
 	maxSettings = 64 << 10
 )
 
+// maxJSONInt is the largest integer every JSON client reads exactly (2^53 − 1): ids and
+// magic numbers above it would change on their way through a JavaScript client.
+const maxJSONInt = 1<<53 - 1
+
 var platformRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$`)
 
 // fieldErrs collects one message per input field (the first problem found), plus the
@@ -121,6 +125,8 @@ func (s *Server) validateAccount(in *accountInput, create bool, pathID int64) fi
 			fe.add("id", "required: the account's number (a positive integer)")
 		} else if *in.ID <= 0 {
 			fe.add("id", "must be a positive integer")
+		} else if *in.ID > maxJSONInt {
+			fe.add("id", fmt.Sprintf("must be at most %d (2^53 − 1, so every JSON client reads it exactly)", int64(maxJSONInt)))
 		}
 	} else if in.ID != nil && *in.ID != pathID {
 		fe.add("id", "an account's id cannot change")
@@ -210,6 +216,10 @@ func checkSettings(fe *fieldErrs, raw []byte) []byte {
 		fe.add("settings", `must be a JSON object, e.g. {} or {"sizing": {"mode": "fixed_lot", "fixed_lot": 0.1}}`)
 		return nil
 	}
+	if !utf8.Valid(raw) {
+		fe.add("settings", "must be valid UTF-8 text")
+		return nil
+	}
 	if _, err := reconcile.ParseSettings(raw); err != nil {
 		fe.settings = settingsProblems(err)
 		var parts []string
@@ -223,12 +233,48 @@ func checkSettings(fe *fieldErrs, raw []byte) []byte {
 		fe.add("settings", strings.Join(parts, "; "))
 		return nil
 	}
-	var out bytes.Buffer
-	if err := json.Compact(&out, raw); err != nil {
+	// Stored as re-encoded from its decoded value: escapes the database refuses (a lone
+	// surrogate) become what Go read; a NUL, which it refuses too, is refused here.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
 		fe.add("settings", "malformed JSON")
 		return nil
 	}
-	return out.Bytes()
+	if hasNUL(doc) {
+		fe.add("settings", `must not contain the NUL character (\u0000)`)
+		return nil
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		fe.add("settings", "malformed JSON")
+		return nil
+	}
+	return bytes.TrimSpace(out.Bytes())
+}
+
+// hasNUL reports whether a decoded JSON value has a NUL character in any string or key.
+func hasNUL(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return strings.IndexByte(x, 0) >= 0
+	case []any:
+		for _, e := range x {
+			if hasNUL(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			if strings.IndexByte(k, 0) >= 0 || hasNUL(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // settingsProblems flattens a ParseSettings error into its field problems.
@@ -282,6 +328,17 @@ func validateLinkShape(in *linkInput, create bool, current store.LinkRow) (field
 	}
 	if in.Magic != nil && *in.Magic <= 0 {
 		fe.add("magic", "must be greater than 0")
+	}
+	if in.Magic != nil && *in.Magic > maxJSONInt {
+		fe.add("magic", fmt.Sprintf("must be at most %d (2^53 − 1, so every JSON client reads it exactly)", int64(maxJSONInt)))
+	}
+	for _, f := range []struct {
+		name string
+		v    *int64
+	}{{"master_id", in.MasterID}, {"follower_id", in.FollowerID}} {
+		if f.v != nil && *f.v > maxJSONInt {
+			fe.add(f.name, fmt.Sprintf("must be at most %d", int64(maxJSONInt)))
+		}
 	}
 	var settings []byte
 	if in.Settings != nil || create {
