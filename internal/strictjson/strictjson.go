@@ -28,6 +28,8 @@ var (
 	ErrInvalidUTF8 = errors.New("not valid UTF-8")
 	// ErrEmpty: no value at all.
 	ErrEmpty = errors.New("empty: want a JSON object")
+	// ErrNotObject: a value other than an object (null, an array, a string, ...).
+	ErrNotObject = errors.New("want a JSON object")
 )
 
 // FieldError names the key a structural problem was found at (a dotted path).
@@ -39,13 +41,18 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Err.Error() + " " + `"` + e.Path + `"` }
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// Decode decodes data into v (a pointer), refusing everything the package doc lists.
+// Decode decodes the JSON object data into v (a pointer), refusing everything the
+// package doc lists and any value but an object.
 func Decode(data []byte, v any) error {
 	if !utf8.Valid(data) {
 		return ErrInvalidUTF8
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
 		return ErrEmpty
+	}
+	if trimmed[0] != '{' {
+		return ErrNotObject
 	}
 	if err := Check(data, reflect.TypeOf(v)); err != nil {
 		return err

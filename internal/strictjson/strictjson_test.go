@@ -44,6 +44,9 @@ func TestDecode(t *testing.T) {
 		{"{\"name\":\"\xff\"}", ErrInvalidUTF8},
 		{``, ErrEmpty},
 		{`  `, ErrEmpty},
+		{`null`, ErrNotObject},
+		{`[]`, ErrNotObject},
+		{`"x"`, ErrNotObject},
 	}
 	for _, c := range cases {
 		var d doc

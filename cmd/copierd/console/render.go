@@ -276,6 +276,8 @@ func decodeBody(body []byte, v any) error {
 		return fmt.Errorf("%s %q (field names are case-sensitive; see API.md)", fe.Err, fe.Path)
 	case errors.Is(err, strictjson.ErrEmpty):
 		return errors.New("empty body: want a JSON object")
+	case errors.Is(err, strictjson.ErrNotObject):
+		return errors.New("want a JSON object")
 	case errors.Is(err, strictjson.ErrTrailingData):
 		return errors.New("trailing data after the JSON object")
 	case errors.Is(err, strictjson.ErrInvalidUTF8):
