@@ -34,10 +34,20 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
 			f.Usage += " [" + envName(f.Name) + "]"
 		}
 	})
-	if err := fs.Parse(args); err != nil {
+	// The flag package prints the whole usage on any error: a mistyped flag would bury
+	// its one-line message under every flag's help. Print the error and a hint instead.
+	usage := fs.Usage
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(stderr)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
 			return exitOK, false
 		}
+		fmt.Fprintf(stderr, "copierd %s: %v (see: copierd %s -h)\n", fs.Name(), err, fs.Name())
 		return exitUsage, false
 	}
 	if fs.NArg() > 0 {

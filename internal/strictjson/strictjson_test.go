@@ -11,13 +11,13 @@ type inner struct {
 }
 
 type doc struct {
-	ID    *int64            `json:"id"`
-	Name  string            `json:"name"`
-	In    inner             `json:"in"`
-	List  []inner           `json:"list"`
-	Map   map[string]inner  `json:"map"`
-	Raw   json.RawMessage   `json:"raw"`
-	Any   map[string]string `json:"any"`
+	ID   *int64            `json:"id"`
+	Name string            `json:"name"`
+	In   inner             `json:"in"`
+	List []inner           `json:"list"`
+	Map  map[string]inner  `json:"map"`
+	Raw  json.RawMessage   `json:"raw"`
+	Any  map[string]string `json:"any"`
 	embed
 }
 

@@ -159,10 +159,28 @@ func ParseKey(s string) ([]byte, error) {
 	if s == "" {
 		return nil, fmt.Errorf("%w: empty", ErrBadKey)
 	}
-	if len(s) == 2*KeySize {
-		if key, err := hex.DecodeString(s); err == nil {
+	key, err := decodeKey(s)
+	if err != nil {
+		return nil, err
+	}
+	if allZero(key) {
+		return nil, fmt.Errorf("%w: all %d bytes are zero; generate a random key with: openssl rand -base64 32", ErrBadKey, KeySize)
+	}
+	return key, nil
+}
+
+// decodeKey decodes a key written as hex or base64. A string of hex digits only is
+// judged as hex (a 62-digit key is "31 bytes as hex", not whatever base64 makes of it).
+func decodeKey(s string) ([]byte, error) {
+	if isHex(s) {
+		if len(s) == 2*KeySize {
+			return hex.DecodeString(s)
+		}
+		// Unpadded base64 of 32 bytes may, very rarely, be hex digits only.
+		if key, err := base64.RawStdEncoding.DecodeString(s); err == nil && len(key) == KeySize {
 			return key, nil
 		}
+		return nil, fmt.Errorf("%w: %d hex digits (%s), want %d (%d bytes)", ErrBadKey, len(s), hexBytes(len(s)), 2*KeySize, KeySize)
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		key, err := enc.DecodeString(s)
@@ -170,12 +188,41 @@ func ParseKey(s string) ([]byte, error) {
 			continue
 		}
 		if len(key) != KeySize {
-			return nil, fmt.Errorf("%w: decodes to %d bytes, want %d", ErrBadKey, len(key), KeySize)
+			return nil, fmt.Errorf("%w: base64 that decodes to %d bytes, want %d", ErrBadKey, len(key), KeySize)
 		}
 		return key, nil
 	}
 	return nil, fmt.Errorf("%w: want %d bytes as %d hex digits or base64 (generate one with: openssl rand -base64 32)",
 		ErrBadKey, KeySize, 2*KeySize)
+}
+
+// isHex reports whether s is hex digits only.
+func isHex(s string) bool {
+	for i := range len(s) {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// hexBytes describes n hex digits as bytes.
+func hexBytes(n int) string {
+	if n%2 != 0 {
+		return fmt.Sprintf("%d.5 bytes: an odd count", n/2)
+	}
+	return fmt.Sprintf("%d bytes", n/2)
+}
+
+// allZero reports whether every byte of b is zero.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // KeyFromEnv reads a key from the environment variable name (e.g. "COPIER_SECRET_KEY")

@@ -169,3 +169,22 @@ func TestSealerNeverPrintsItsKey(t *testing.T) {
 		}
 	}
 }
+
+// TestParseKeyMessages: a hex key of the wrong length is described in hex digits and
+// bytes (not as whatever base64 makes of it), and an all-zero key is refused.
+func TestParseKeyMessages(t *testing.T) {
+	key, _ := secrets.GenerateKey()
+	_, err := secrets.ParseKey(hex.EncodeToString(key)[:62])
+	if !errors.Is(err, secrets.ErrBadKey) || !strings.Contains(err.Error(), "62 hex digits (31 bytes)") {
+		t.Errorf("62 hex digits: %v", err)
+	}
+	_, err = secrets.ParseKey(hex.EncodeToString(key)[:63])
+	if !errors.Is(err, secrets.ErrBadKey) || !strings.Contains(err.Error(), "63 hex digits") {
+		t.Errorf("63 hex digits: %v", err)
+	}
+	for _, zero := range []string{strings.Repeat("0", 64), base64.StdEncoding.EncodeToString(make([]byte, 32))} {
+		if _, err := secrets.ParseKey(zero); !errors.Is(err, secrets.ErrBadKey) || !strings.Contains(err.Error(), "zero") {
+			t.Errorf("all-zero key %q: %v", zero, err)
+		}
+	}
+}
