@@ -10,11 +10,16 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/snapcopier/copier/store"
 )
 
 // Session cookie settings.
@@ -58,10 +63,17 @@ type authenticator struct {
 	key                []byte // HMAC key of session cookies and form tokens
 	now                func() time.Time
 	limiter            *failLimiter
+	// pool holds the revoked sessions (console_revoked_sessions), shared by every
+	// process that serves the console; revoked caches the ones this process has seen.
+	pool    *pgxpool.Pool
+	revoked sync.Map // session id → struct{}
+	// trusted are the reverse proxies whose X-Forwarded-Proto is believed.
+	trusted []netip.Prefix
 }
 
 func newAuthenticator(o Options) *authenticator {
-	a := &authenticator{hasToken: o.Token != "", hasBasic: o.User != "", userName: o.User, now: time.Now, limiter: newFailLimiter()}
+	a := &authenticator{hasToken: o.Token != "", hasBasic: o.User != "", userName: o.User, now: time.Now, limiter: newFailLimiter(),
+		pool: o.Pool, trusted: o.TrustedProxies}
 	a.token = sha256.Sum256([]byte(o.Token))
 	a.user = sha256.Sum256([]byte(o.User))
 	a.password = sha256.Sum256([]byte(o.Password))
@@ -102,29 +114,63 @@ func (a *authenticator) newSession(who string) string {
 	return payload + "." + a.mac("session", payload)
 }
 
-// checkSession verifies a cookie value and returns its payload and who logged in.
-func (a *authenticator) checkSession(v string) (payload, who string, ok bool) {
+// session is a verified session cookie.
+type session struct {
+	payload, who, id string
+	expires          time.Time
+}
+
+// checkSession verifies a cookie value's signature and expiry (not its revocation).
+func (a *authenticator) checkSession(v string) (session, bool) {
 	i := strings.LastIndexByte(v, '.')
 	if i < 0 {
-		return "", "", false
+		return session{}, false
 	}
 	payload, sig := v[:i], v[i+1:]
 	if !hmac.Equal([]byte(sig), []byte(a.mac("session", payload))) {
-		return "", "", false
+		return session{}, false
 	}
 	f := strings.Split(payload, ".")
 	if len(f) != 4 || f[0] != "v1" {
-		return "", "", false
+		return session{}, false
 	}
 	exp, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil || a.now().Unix() >= exp {
-		return "", "", false
+		return session{}, false
 	}
 	name, err := base64.RawURLEncoding.DecodeString(f[3])
 	if err != nil {
-		return "", "", false
+		return session{}, false
 	}
-	return payload, string(name), true
+	return session{payload: payload, who: string(name), id: f[2], expires: time.Unix(exp, 0)}, true
+}
+
+// isRevoked reports whether a session was ended by a logout (here or on another process).
+func (a *authenticator) isRevoked(ctx context.Context, id string) (bool, error) {
+	if _, ok := a.revoked.Load(id); ok {
+		return true, nil
+	}
+	if a.pool == nil {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	revoked, err := store.SessionRevoked(ctx, a.pool, id)
+	if revoked {
+		a.revoked.Store(id, struct{}{})
+	}
+	return revoked, err
+}
+
+// revoke ends a session on every process that serves the console.
+func (a *authenticator) revoke(ctx context.Context, sess session) error {
+	a.revoked.Store(sess.id, struct{}{})
+	if a.pool == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	return store.RevokeSession(ctx, a.pool, sess.id, sess.expires)
 }
 
 // authenticate returns the request's principal, or a message saying why not.
@@ -147,10 +193,18 @@ func (a *authenticator) authenticate(r *http.Request) (principal, string, bool) 
 		return principal{}, "unsupported Authorization scheme (use Bearer or Basic)", false
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		if payload, who, ok := a.checkSession(c.Value); ok {
-			return principal{Name: who, Method: "session", CanMutate: true, CSRF: a.mac("csrf", "session", payload)}, "", true
+		sess, ok := a.checkSession(c.Value)
+		if !ok {
+			return principal{}, "session expired or invalid: log in again", false
 		}
-		return principal{}, "session expired or invalid: log in again", false
+		revoked, err := a.isRevoked(r.Context(), sess.id)
+		switch {
+		case err != nil:
+			return principal{}, "the session cannot be checked now (the database did not answer): try again", false
+		case revoked:
+			return principal{}, "you logged out of this session: log in again", false
+		}
+		return principal{Name: sess.who, Method: "session", CanMutate: true, CSRF: a.mac("csrf", "session", sess.payload)}, "", true
 	}
 	return principal{}, "authentication required", false
 }
@@ -220,16 +274,15 @@ func (a *authenticator) middleware(s *Server, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// Password guesses (basic credentials) are throttled per client address like the
-		// login form; bearer tokens are long random strings and are not.
-		_, _, isBasic := r.BasicAuth()
-		if isBasic && !a.limiter.allow(clientIP(r)) {
+		// Password and token guesses are throttled per client address like the login form.
+		guess := r.Header.Get("Authorization") != ""
+		if guess && !a.limiter.allow(clientIP(r)) {
 			s.refuse(w, r, http.StatusTooManyRequests, "too many failed logins from this address; try again in a minute")
 			return
 		}
 		p, why, ok := a.authenticate(r)
 		if !ok {
-			if isBasic {
+			if guess {
 				a.limiter.fail(clientIP(r))
 			}
 			s.unauthenticated(w, r, why)
@@ -335,16 +388,51 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.auth.newSession(who), Path: "/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL.Seconds())})
+		Secure: s.auth.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL.Seconds())})
 	s.log.Info().Str("user", who).Str("remote", ip).Msg("console login")
 	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
 }
 
-// logout clears the session cookie.
+// logout ends the session: its id is revoked on every process that serves the console
+// (the cookie would otherwise stay valid until it expires), and the cookie is cleared.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: r.TLS != nil,
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if sess, ok := s.auth.checkSession(c.Value); ok {
+			if err := s.auth.revoke(r.Context(), sess); err != nil {
+				// Revoked in this process only; say so rather than pretend.
+				s.log.Error().Err(err).Msg("console logout: session not revoked in the database")
+				s.refuse(w, r, http.StatusServiceUnavailable, "logged out here, but the database did not record it: other console processes still accept the session; try again")
+				return
+			}
+			s.log.Info().Str("user", sess.who).Str("remote", clientIP(r)).Msg("console logout")
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: s.auth.secure(r),
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// secure reports whether the client reached the console over TLS: directly, or through a
+// trusted reverse proxy that says so in X-Forwarded-Proto. Session cookies are then
+// marked Secure.
+func (a *authenticator) secure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if len(a.trusted) == 0 || !strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https") {
+		return false
+	}
+	ip, err := netip.ParseAddr(clientIP(r))
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	for _, p := range a.trusted {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // clientIP is the request's remote address without the port.

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net"
+	"net/netip"
 	"net/http"
 	"strings"
 	"time"
@@ -58,6 +59,10 @@ type Options struct {
 	// User and Password are HTTP basic credentials (COPIER_CONSOLE_USER and
 	// COPIER_CONSOLE_PASSWORD); both or neither.
 	User, Password string
+	// TrustedProxies are the reverse proxies (addresses or networks) whose
+	// X-Forwarded-Proto header is believed: a login through one of them that says "https"
+	// gets a Secure session cookie. Requests that arrive over TLS always do.
+	TrustedProxies []netip.Prefix
 	// Logger receives one line per mutation (who, what, which id) and per failure. It
 	// never receives a password or a request body.
 	Logger zerolog.Logger

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +218,83 @@ func TestHostileInputIsRefused(t *testing.T) {
 	}
 	if r := e.do("GET", "/api/accounts?q="+fmt.Sprint("f2"), nil, bearer); r.status != 200 {
 		t.Fatalf("plain search: %d %s", r.status, r.body)
+	}
+}
+
+// TestLogoutEndsTheSession: after logout the old cookie is refused, here and by another
+// console process on the same database (it would otherwise work for 12 hours).
+func TestLogoutEndsTheSession(t *testing.T) {
+	e := newEnv(t)
+	b := e.login()
+	if r := b.get("/api/cluster"); r.status != 200 {
+		t.Fatalf("logged in: %d", r.status)
+	}
+	u, _ := url.Parse(e.srv.URL)
+	cookies := b.c.Jar.Cookies(u)
+	if len(cookies) != 1 {
+		t.Fatalf("cookies: %v", cookies)
+	}
+	old := cookies[0].Value
+	if r := b.post("/logout", url.Values{"csrf": {b.csrf("/")}}); r.status != http.StatusSeeOther {
+		t.Fatalf("logout: %d %s", r.status, r.body)
+	}
+	other := newEnvWith(t, e.db) // a second process serving the same console
+	for _, srv := range []*env{e, other} {
+		req, _ := http.NewRequestWithContext(ctxT(t), "GET", srv.url("/api/cluster"), nil)
+		req.AddCookie(&http.Cookie{Name: "copier_session", Value: old})
+		res, err := http.DefaultClient.Do(req)
+		must(t, err)
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("old cookie after logout: %d, want 401", res.StatusCode)
+		}
+	}
+	// A new login works.
+	if r := e.login().get("/api/cluster"); r.status != 200 {
+		t.Fatalf("login after logout: %d", r.status)
+	}
+}
+
+// TestBearerGuessesAreThrottled: wrong bearer tokens count as failed logins.
+func TestBearerGuessesAreThrottled(t *testing.T) {
+	e := newEnv(t)
+	for i := range 10 {
+		if r := e.do("GET", "/api/cluster", nil, noAuth, "Authorization", "Bearer guess-guess-guess-"+fmt.Sprint(i)); r.status != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d", i, r.status)
+		}
+	}
+	if r := e.do("GET", "/api/cluster", nil, bearer); r.status != http.StatusTooManyRequests {
+		t.Fatalf("after 10 wrong tokens: %d, want 429", r.status)
+	}
+}
+
+// TestSecureCookieBehindTrustedProxy: a login through a trusted TLS-terminating proxy
+// gets a Secure cookie; the same header from anyone else does not.
+func TestSecureCookieBehindTrustedProxy(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		trusted []netip.Prefix
+		proto   string
+		secure  bool
+	}{
+		{"trusted https", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "https", true},
+		{"trusted http", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "http", false},
+		{"untrusted https", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, "https", false},
+		{"no proxies", nil, "https", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, func(o *console.Options) { o.TrustedProxies = c.trusted })
+			req, _ := http.NewRequestWithContext(ctxT(t), "POST", e.url("/login"), strings.NewReader(url.Values{"token": {testToken}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("X-Forwarded-Proto", c.proto)
+			client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			res, err := client.Do(req)
+			must(t, err)
+			res.Body.Close()
+			cs := res.Cookies()
+			if len(cs) != 1 || cs[0].Secure != c.secure {
+				t.Fatalf("cookies %v, want Secure=%v", cs, c.secure)
+			}
+		})
 	}
 }
