@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,10 +40,14 @@ type Config struct {
 
 // Deps are what a node talks to. Pool and Broker are required.
 type Deps struct {
-	Pool   *pgxpool.Pool
-	Broker broker.Broker
-	Logger zerolog.Logger
-	Clock  leasekeeper.Clock
+	Pool *pgxpool.Pool
+	// LeasePool, when set, is the lease cycle's own pool (a connection or two reserved
+	// for it), so that no console, status or account traffic can starve the cycle of a
+	// connection; nil uses Pool.
+	LeasePool *pgxpool.Pool
+	Broker    broker.Broker
+	Logger    zerolog.Logger
+	Clock     leasekeeper.Clock
 	// Credentials turns an account row into broker credentials; the default takes the
 	// stored credentials as the password. Secrets are not kept after Connect.
 	Credentials func(store.Account) (broker.Credentials, error)
@@ -178,7 +183,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	})))
 	e.supervisor = root.Spawn(actor.PropsFromProducer(newSupervisor(e), actor.WithSupervisor(stopOnFailure())))
 	n.keeper = root.Spawn(actor.PropsFromProducer(leasekeeper.NewKeeper(leasekeeper.KeeperConfig{
-		Node: cfg.NodeID, Platform: cfg.Platform, Capacity: cfg.Capacity, Timing: cfg.Lease, Pool: deps.Pool,
+		Node: cfg.NodeID, Platform: cfg.Platform, Capacity: cfg.Capacity, Timing: cfg.Lease, Pool: cmp.Or(deps.LeasePool, deps.Pool),
 		Clock: deps.Clock, NodeGate: n.nodeGate, Supervisor: e.supervisor, Flusher: e.writer, Logger: log,
 		OnCycle: n.onCycle,
 	})))

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,6 +23,7 @@ import (
 type consoleEnv struct {
 	token, user, password string
 	sealer                *secrets.Sealer // nil without COPIER_SECRET_KEY
+	trusted               []netip.Prefix  // --trusted-proxies
 }
 
 // readConsoleEnv reads COPIER_CONSOLE_TOKEN / _USER / _PASSWORD and COPIER_SECRET_KEY. A
@@ -43,7 +45,8 @@ func readConsoleEnv() (consoleEnv, error) {
 
 func (e consoleEnv) options(pool *pgxpool.Pool, node *actors.Node, ctl broker.Controller, log zerolog.Logger) console.Options {
 	return console.Options{Pool: pool, Node: node, Control: ctl, Sealer: e.sealer, Token: e.token, User: e.user, Password: e.password,
-		Logger: log.With().Str("component", "console").Logger()}
+		TrustedProxies: e.trusted,
+		Logger:         log.With().Str("component", "console").Logger()}
 }
 
 // credentials unseals account passwords for the engine.

@@ -282,7 +282,7 @@ func (d *demo) run(ctx context.Context) (code int) {
 		}
 		go func() {
 			defer close(httpDone)
-			serveHTTP(httpCtx, listener, web.handler(), d.log)
+			serveHTTP(httpCtx, listener, web.handler(), 0, d.log)
 		}()
 		d.printf("console: http://%s/  (sign in with token %s; status page /status, also /healthz, /readyz, /metrics)", listener.Addr(), d.console.token)
 	} else {

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	stdlog "log"
 	"math"
 	"net"
 	"net/http"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -114,14 +116,42 @@ func (s *statusHTTP) ready() (bool, string) {
 	return true, ""
 }
 
+// HTTP server limits. Health and metrics are public on any address, so anyone who reaches
+// the port could otherwise hold connections until the process runs out of file
+// descriptors, and then the lease cycle cannot reach the database.
+const (
+	httpReadHeaderTimeout = 10 * time.Second
+	httpReadTimeout       = 30 * time.Second // a whole request, body included (bodies are ≤ 1 MiB)
+	httpWriteTimeout      = 30 * time.Second // a whole answer (a drain extends its own)
+	httpIdleTimeout       = 30 * time.Second // a keep-alive connection without a request
+	httpMaxHeaderBytes    = 64 << 10
+	// httpMaxConnsCeiling bounds the default connection cap (see defaultHTTPMaxConns).
+	httpMaxConnsCeiling = 256
+)
+
+// defaultHTTPMaxConns is the default cap of concurrent HTTP connections: a quarter of the
+// process's file descriptor limit, at most httpMaxConnsCeiling, so that the database
+// pools, the broker and the lease cycle always have descriptors left.
+func defaultHTTPMaxConns() int {
+	return max(4, min(httpMaxConnsCeiling, fileLimit()/4))
+}
+
 // serveHTTP serves h on l until ctx ends, then shuts the server down gracefully. It
-// returns when the server has stopped.
-func serveHTTP(ctx context.Context, l net.Listener, h http.Handler, log zerolog.Logger) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+// returns when the server has stopped. At most maxConns connections are open at once
+// (0: defaultHTTPMaxConns); more wait in the kernel's accept queue, which costs the
+// process no descriptor.
+func serveHTTP(ctx context.Context, l net.Listener, h http.Handler, maxConns int, log zerolog.Logger) {
+	if maxConns <= 0 {
+		maxConns = defaultHTTPMaxConns()
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
+		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, MaxHeaderBytes: httpMaxHeaderBytes,
+		ErrorLog: stdlog.New(logWriter{log}, "", 0)}
+	ll := newLimitListener(l, maxConns)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ll); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("http server failed")
 		}
 	}()
@@ -130,6 +160,61 @@ func serveHTTP(ctx context.Context, l net.Listener, h http.Handler, log zerolog.
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	<-done
+}
+
+// logWriter turns the standard logger's lines (the HTTP server's accept errors and the
+// like) into warnings of log.
+type logWriter struct{ log zerolog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Warn().Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// limitListener accepts a connection only while fewer than its capacity are open.
+type limitListener struct {
+	net.Listener
+	slots     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newLimitListener(l net.Listener, n int) *limitListener {
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+// Accept waits for a free slot, then accepts.
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+// Close stops Accept, also while it waits for a slot.
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// limitConn gives its slot back when closed.
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }
 
 // checkListenAddr validates a host:port listen address without binding it.

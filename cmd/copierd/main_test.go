@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -10,7 +11,12 @@ import (
 	"github.com/snapcopier/copier/store/storetest"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(childMain())
+	}
+	storetest.Main(m)
+}
 
 // runCLI runs one copierd invocation in-process.
 func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -55,6 +56,8 @@ type runFlags struct {
 	reconcileEvery, orderTimeout                 time.Duration
 	shutdownTimeout                              time.Duration
 	httpAddr, logFormat, logLevel                string
+	httpMaxConns                                 int
+	trustedProxies                               string
 	migrate                                      bool
 }
 
@@ -77,6 +80,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
 	fs.BoolVar(&f.migrate, "migrate", true, "apply the database migrations at start (safe with many nodes); false only checks the connection")
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /readyz, /metrics and a status page on HOST:PORT (empty: off)")
+	fs.IntVar(&f.httpMaxConns, "http-max-conns", 0, "most HTTP connections open at once; more wait to be accepted (0: a quarter of the file descriptor limit, at most 256)")
+	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR networks of TLS-terminating reverse proxies whose X-Forwarded-Proto is believed (Secure session cookies)")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
@@ -125,6 +130,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr(err)
 		}
 	}
+	if f.httpMaxConns < 0 {
+		return usageErr(fmt.Errorf("--http-max-conns must be ≥ 0 (got %d)", f.httpMaxConns))
+	}
+	trusted, err := parseTrustedProxies(f.trustedProxies)
+	if err != nil {
+		return usageErr(err)
+	}
 	log, err := newLogger(stderr, f.logFormat, f.logLevel)
 	if err != nil {
 		return usageErr(err)
@@ -133,6 +145,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(err)
 	}
+	cenv.trusted = trusted
 	consoleOn := false
 	if f.httpAddr != "" {
 		var warning string
@@ -178,7 +191,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		httpDone = make(chan struct{})
 		go func() {
 			defer close(httpDone)
-			serveHTTP(httpCtx, l, web.handler(), log)
+			serveHTTP(httpCtx, l, web.handler(), f.httpMaxConns, log)
 		}()
 	}
 	defer func() {
@@ -192,6 +205,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	defer pool.Close()
+	// The lease cycle has a pool of its own with a connection kept open, so that console,
+	// status and account traffic cannot take every connection from it.
+	leaseCfg, err := store.ParseConfig(f.dbURL, store.Options{ApplicationName: "copierd-lease", MaxConns: 2})
+	if err != nil {
+		return usageErr(err)
+	}
+	leaseCfg.MinConns = 1
+	leasePool, err := store.OpenConfig(ctx, leaseCfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "copierd run: %s\n", oneLine(err))
+		return exitFailure
+	}
+	defer leasePool.Close()
 	if err := waitForDatabase(ctx, log, pool, f.migrate); err != nil {
 		if ctx.Err() != nil {
 			log.Info().Msg("signalled before the database was reachable; exiting")
@@ -229,7 +255,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		b = fb
 	}
 
-	node, err := actors.Start(ctx, cfg, actors.Deps{Pool: pool, Broker: b, Logger: log, Credentials: cenv.credentials()})
+	deps := actors.Deps{Pool: pool, LeasePool: leasePool, Broker: b, Logger: log, Credentials: cenv.credentials()}
+	node, err := actors.Start(ctx, cfg, deps)
 	if err != nil {
 		fmt.Fprintf(stderr, "copierd run: %s\n", oneLine(err))
 		return exitFailure
@@ -237,7 +264,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	current.Store(node)
 	if consoleOn {
 		ctl, _ := b.(broker.Controller)
-		if err := mountConsole(web, cenv.options(pool, node, ctl, log)); err != nil {
+		opts := cenv.options(pool, node, ctl, log)
+		// A drain from the console can be undone: the node starts again with the same
+		// configuration and becomes the one /metrics reports and shutdown stops.
+		opts.Restart = func(context.Context) (*actors.Node, error) {
+			n, err := actors.Start(ctx, cfg, deps)
+			if err == nil {
+				current.Store(n)
+			}
+			return n, err
+		}
+		if err := mountConsole(web, opts); err != nil {
 			log.Error().Err(err).Msg("console not started")
 		}
 	}
@@ -247,12 +284,34 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	web.stopping.Store(true)
 	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
-	if err := node.Stop(sctx); err != nil {
+	if err := current.Load().Stop(sctx); err != nil {
 		log.Error().Err(err).Msg("clean shutdown failed; leases will expire by themselves")
 		return exitFailure
 	}
 	log.Info().Msg("stopped")
 	return exitOK
+}
+
+// parseTrustedProxies parses --trusted-proxies: comma-separated IP addresses or CIDR
+// networks.
+func parseTrustedProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(part); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(part)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxies: %q is neither an IP address nor a CIDR network (e.g. 10.0.0.5 or 10.0.0.0/8)", part)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
 }
 
 // brokerKind is what --broker selects.
