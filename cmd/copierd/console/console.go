@@ -7,8 +7,8 @@ import (
 	"html/template"
 	"io/fs"
 	"net"
-	"net/netip"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
