@@ -18,6 +18,15 @@ const ProtocolVersion = 1
 // would be larger is replied to with an error instead.
 const MaxFrameSize = 16 << 20
 
+// MaxHelloSize is the largest frame the Go server accepts before the handshake has
+// authenticated the client (the hello frame is a few hundred bytes): a stranger cannot
+// make the server hold more than this per connection.
+const MaxHelloSize = 64 << 10
+
+// MaxID is the largest id (request, session, subscription) a peer may use: 2^53 − 1, so
+// that every JSON implementation reads it exactly.
+const MaxID = 1<<53 - 1
+
 // Frame types (the "type" member of every frame).
 const (
 	frameHello       = "hello"       // client → server, first frame
@@ -105,11 +114,17 @@ func encodeFrame(f *outFrame) ([]byte, error) {
 type frameReader struct {
 	r   *bufio.Reader
 	buf []byte
+	// limit is the largest payload accepted now (MaxFrameSize unless lowered).
+	limit int
 }
 
 func newFrameReader(r io.Reader) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 32<<10)}
+	return &frameReader{r: bufio.NewReaderSize(r, 32<<10), limit: MaxFrameSize}
 }
+
+// readChunk is the first allocation for a payload and the least it grows by: a frame
+// takes memory as its bytes arrive, not as its header declares.
+const readChunk = 64 << 10
 
 // next reads and decodes one frame. Any error leaves the stream unusable.
 func (fr *frameReader) next() (*inFrame, error) {
@@ -121,13 +136,44 @@ func (fr *frameReader) next() (*inFrame, error) {
 	if n == 0 || n > MaxFrameSize {
 		return nil, fmt.Errorf("bridge: bad frame length %d", n)
 	}
-	if cap(fr.buf) < int(n) {
-		fr.buf = make([]byte, n)
+	if int(n) > fr.limit {
+		return nil, fmt.Errorf("bridge: frame of %d bytes exceeds the limit of %d bytes here", n, fr.limit)
 	}
-	p := fr.buf[:n]
-	if _, err := io.ReadFull(fr.r, p); err != nil {
+	p, err := fr.payload(int(n))
+	if err != nil {
 		return nil, err
 	}
+	f, err := decodeFrame(p)
+	if cap(fr.buf) > 1<<20 { // do not pin a large buffer after one big frame
+		fr.buf = nil
+	}
+	return f, err
+}
+
+// payload reads n bytes, growing the buffer only as fast as bytes arrive (a header that
+// declares 16 MiB and sends nothing costs readChunk, not 16 MiB).
+func (fr *frameReader) payload(n int) ([]byte, error) {
+	buf := fr.buf[:0]
+	for len(buf) < n {
+		want := min(n-len(buf), max(len(buf), readChunk))
+		if cap(buf)-len(buf) < want {
+			nb := make([]byte, len(buf), len(buf)+want)
+			copy(nb, buf)
+			buf = nb
+		}
+		m, err := io.ReadFull(fr.r, buf[len(buf):len(buf)+want])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			fr.buf = nil
+			return nil, err
+		}
+	}
+	fr.buf = buf
+	return buf, nil
+}
+
+// decodeFrame decodes one frame payload: a JSON object with a type, and ids in range.
+func decodeFrame(p []byte) (*inFrame, error) {
 	f := new(inFrame)
 	if err := json.Unmarshal(p, f); err != nil {
 		return nil, fmt.Errorf("bridge: malformed frame: %w", err)
@@ -135,8 +181,18 @@ func (fr *frameReader) next() (*inFrame, error) {
 	if f.Type == "" {
 		return nil, fmt.Errorf("bridge: frame without a type")
 	}
-	if cap(fr.buf) > 1<<20 { // do not pin a large buffer after one big frame
-		fr.buf = nil
-	}
 	return f, nil
+}
+
+// badID names the first id of f above MaxID, or returns "".
+func (f *inFrame) badID() string {
+	switch {
+	case f.ID > MaxID:
+		return "id"
+	case f.Session > MaxID:
+		return "session"
+	case f.Sub > MaxID:
+		return "sub"
+	}
+	return ""
 }

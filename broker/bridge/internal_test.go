@@ -1,9 +1,14 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
 	"net"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,5 +237,50 @@ func TestBackoff(t *testing.T) {
 	b.reset()
 	if d := b.next(); d > 100*time.Millisecond {
 		t.Fatalf("wait %v after reset", d)
+	}
+}
+
+// TestFrameMemoryFollowsBytesNotHeaders: a frame takes memory as its bytes arrive, not
+// as its header declares (a 16 MiB header followed by a few bytes once cost 16 MiB per
+// connection), and above the reader's limit nothing is read at all.
+func TestFrameMemoryFollowsBytesNotHeaders(t *testing.T) {
+	frame := func(declared uint32, body string) io.Reader {
+		var hdr [4]byte
+		binary.BigEndian.PutUint32(hdr[:], declared)
+		return io.MultiReader(bytes.NewReader(hdr[:]), strings.NewReader(body))
+	}
+	allocated := func(f func()) uint64 {
+		var a, b runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&a)
+		f()
+		runtime.ReadMemStats(&b)
+		return b.TotalAlloc - a.TotalAlloc
+	}
+	for _, c := range []struct {
+		name  string
+		limit int
+	}{{"authenticated", MaxFrameSize}, {"before the handshake", MaxHelloSize}} {
+		fr := newFrameReader(frame(MaxFrameSize, `{"type":"hel`))
+		fr.limit = c.limit
+		var err error
+		if n := allocated(func() { _, err = fr.next() }); n > 2<<20 {
+			t.Errorf("%s: a truncated 16 MiB frame allocated %d bytes", c.name, n)
+		}
+		if err == nil {
+			t.Errorf("%s: a truncated frame was accepted", c.name)
+		}
+	}
+	fr := newFrameReader(frame(MaxHelloSize+1, `{}`))
+	fr.limit = MaxHelloSize
+	if _, err := fr.next(); err == nil || !strings.Contains(err.Error(), "exceeds the limit") {
+		t.Fatalf("above the limit: %v", err)
+	}
+	// A whole large frame still reads.
+	big := `{"type":"x","reason":"` + strings.Repeat("a", 3<<20) + `"}`
+	fr = newFrameReader(frame(uint32(len(big)), big))
+	f, err := fr.next()
+	if err != nil || len(f.Reason) != 3<<20 {
+		t.Fatalf("a 3 MiB frame: %v", err)
 	}
 }

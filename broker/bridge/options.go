@@ -27,6 +27,12 @@ type ServerOptions struct {
 	WriteTimeout time.Duration
 	// DefaultRequestTimeout bounds a request that carries no timeout (default 30 s).
 	DefaultRequestTimeout time.Duration
+	// MaxConns bounds the connections served at once (default 1024); a connection above
+	// it is closed as soon as it is accepted.
+	MaxConns int
+	// MaxPendingHandshakes bounds the connections that have not completed their handshake
+	// yet (default 64): unauthenticated peers cannot crowd out the clients.
+	MaxPendingHandshakes int
 	// EventQueue is the number of encoded feed events a connection buffers for its writer
 	// (default 1024). When it is full, the subscriptions' forwarders wait, and events back
 	// up into the wrapped broker's subscription channels.
@@ -57,6 +63,12 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	}
 	if o.EventQueue <= 0 {
 		o.EventQueue = 1024
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 1024
+	}
+	if o.MaxPendingHandshakes <= 0 {
+		o.MaxPendingHandshakes = 64
 	}
 	return o
 }

@@ -33,6 +33,7 @@ type Server struct {
 	closed    bool
 	listeners []net.Listener
 	conns     map[*serverConn]struct{}
+	pending   int            // connections still in their handshake
 	wg        sync.WaitGroup // one per connection
 }
 
@@ -163,6 +164,13 @@ func (s *Server) removeListener(l net.Listener) {
 	_ = l.Close()
 }
 
+// handshakeDone is called once per connection when its handshake has ended.
+func (s *Server) handshakeDone() {
+	s.mu.Lock()
+	s.pending--
+	s.mu.Unlock()
+}
+
 // startConn registers nc and serves it on its own goroutine.
 func (s *Server) startConn(nc net.Conn) {
 	s.mu.Lock()
@@ -171,8 +179,17 @@ func (s *Server) startConn(nc net.Conn) {
 		_ = nc.Close()
 		return
 	}
+	// Caps: a stranger may open connections without end; each costs a descriptor and a
+	// reader buffer. Over a cap the connection is closed at once, before reading a byte.
+	if len(s.conns) >= s.opts.MaxConns || s.pending >= s.opts.MaxPendingHandshakes {
+		s.log.Warn().Str("remote", nc.RemoteAddr().String()).Int("conns", len(s.conns)).Int("handshaking", s.pending).
+			Msg("connection refused: too many connections")
+		_ = nc.Close()
+		return
+	}
 	c := newServerConn(s, nc)
 	s.conns[c] = struct{}{}
+	s.pending++
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

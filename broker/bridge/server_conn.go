@@ -69,12 +69,15 @@ func (c *serverConn) abort() {
 // run serves the connection until it ends, then releases everything it holds.
 func (c *serverConn) run() {
 	fr := newFrameReader(c.nc)
+	fr.limit = MaxHelloSize // until the client has authenticated
 	name, err := c.handshake(fr)
+	c.srv.handshakeDone()
 	if err != nil {
 		c.log.Warn().Err(err).Msg("handshake failed")
 		c.abort()
 		return
 	}
+	fr.limit = MaxFrameSize
 	c.log = c.log.With().Str("client", name).Logger()
 	c.log.Info().Msg("client connected")
 	c.wg.Add(1)
@@ -171,6 +174,13 @@ func (c *serverConn) readLoop(fr *frameReader) error {
 func (c *serverConn) dispatch(f *inFrame) error {
 	if f.ID == 0 {
 		return errors.New("bridge: request without an id")
+	}
+	if what := f.badID(); what != "" {
+		// The client cannot have meant it (PROTOCOL.md: ids are below 2^53); answering
+		// under an id it may not read back exactly would be worse than refusing.
+		c.respond(f, nil, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
+			"bridge: %s above 2^53 − 1 (ids must be read exactly by every JSON implementation)", what))
+		return nil
 	}
 	timeout := c.srv.opts.DefaultRequestTimeout
 	if f.Timeout > 0 {
