@@ -19,7 +19,11 @@
 //
 // With Options.Token and/or Options.User and Options.Password set, every page and API call
 // needs them: an "Authorization: Bearer <token>" header, HTTP basic credentials, or a
-// session cookie from /login (HttpOnly, SameSite=Strict, 12 h). Without credentials the
+// session cookie from /login (HttpOnly, SameSite=Strict, 12 h; Secure over TLS or behind a
+// trusted proxy that says https, Options.TrustedProxies). Logout revokes the session in the
+// database (console_revoked_sessions), so every console process refuses the old cookie.
+// Ten failed passwords or tokens from one address within a minute get 429 for the rest of
+// that minute. Without credentials the
 // console is read-only and answers only loopback clients addressed by a loopback host name
 // (a guard against DNS rebinding); CheckBind refuses a non-loopback listen address in that
 // case. Mutations are refused without credentials.
@@ -41,6 +45,14 @@
 // but claims nothing new (reversible). "Drain" pauses claiming and then calls Node.Stop,
 // the engine's graceful hand-back: every AccountActor finishes its in-flight order, the
 // buffered statuses are written, and every lease is released at once so other nodes claim
-// the accounts in their next cycle instead of waiting for the leases to expire. A drained
-// node does not come back; restart the process to rejoin. The console keeps serving.
+// the accounts in their next cycle instead of waiting for the leases to expire. "Resume"
+// undoes a drain when the process gave the console Options.Restart (copierd run does): the
+// node starts again with the same configuration. Without it a drained node stays stopped
+// until the process restarts. The console keeps serving.
+//
+// # Input
+//
+// Bodies are decoded by internal/strictjson: one JSON object, keys exactly as documented,
+// each once, nothing after it. Actions without input (enable, disable, drain, resume)
+// accept no body or {} only. A refused request changes nothing, and neither does a no-op.
 package console

@@ -382,6 +382,7 @@ func (s *Server) nodeDrainSubmit(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusNotFound, "no node runs in this process")
 		return
 	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(drainTimeout + 10*time.Second))
 	s.log.Info().Str("user", principalOf(r).Name).Msg("console: draining node")
 	if err := s.node.drain(r.Context(), s); err != nil {
 		s.refuse(w, r, http.StatusInternalServerError, "the node did not stop cleanly: "+err.Error()+"; leases it still holds expire by themselves")
