@@ -61,7 +61,7 @@ func (c *nodeControl) nodeState() (state string, claiming bool, drainErr string,
 	return state, c.claiming && c.state == "", c.stopErr, c.released, c.at
 }
 
-var errNodeStopped = errors.New("this node was drained and has stopped; resume it (POST /api/node/resume) to rejoin")
+var errNodeStopped = errors.New("this node was drained and has stopped; resume it (POST /api/node/resume) or restart the process to rejoin")
 
 var errDraining = errors.New("this node is draining; wait until it has stopped, then resume it")
 
