@@ -62,7 +62,7 @@ func TestLeaseCycleSurvivesHeldConnections(t *testing.T) {
 		sep = "&"
 	}
 	url := db.URL + sep + "pool_max_conn_lifetime=1s&pool_max_conn_lifetime_jitter=0s"
-	const lease = 6 * time.Second
+	const lease = 10 * time.Second // 8 s of trust per cycle: room for a slow cycle on a loaded machine
 	cmd := exec.Command(os.Args[0], "run", "--database-url", url, "--platform", "sim", "--broker", "sim", "--node-id", "fd-node",
 		"--lease", lease.String(), "--fence", "2s", "--interval", "500ms", "--http", "127.0.0.1:0", "--log-level", "info")
 	cmd.Env = append(os.Environ(), childEnv+"=128", "COPIER_CONSOLE_TOKEN=", "COPIER_CONSOLE_USER=", "COPIER_CONSOLE_PASSWORD=", "COPIER_SECRET_KEY=")

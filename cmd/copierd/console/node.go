@@ -93,13 +93,13 @@ func (c *nodeControl) drain(ctx context.Context, s *Server) error {
 	}
 	c.state = nodeDraining
 	c.claiming = false
-	c.node.SetDraining(true)
+	node := c.node // not replaced while draining: resume refuses
+	node.SetDraining(true)
 	c.mu.Unlock()
 
 	// The drain runs to its end even if the client goes away.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
 	defer cancel()
-	node := c.node
 	nodeID := node.Config().NodeID
 	before, _ := store.CountOwnedBy(dctx, s.opts.Pool, nodeID)
 	err := node.Stop(dctx)
