@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -62,7 +63,8 @@ type Keeper struct {
 	gates       map[int64]*Gate
 	epochs      map[int64]int64
 	inFlight    bool
-	cancelCycle context.CancelFunc // ends the cycle in flight (shutdown, halt)
+	cancelCycle context.CancelFunc // ends the cycle in flight (halt, actor stop)
+	stopClaims  *atomic.Bool       // set at shutdown: the cycle in flight skips its claim
 	draining    bool
 	stopping    bool
 	halted      bool
@@ -122,9 +124,11 @@ func (k *Keeper) Receive(ctx actor.Context) {
 			}
 			k.stopTicker()
 			if k.inFlight {
-				// A cycle in flight at shutdown must not claim: end it. If it committed
-				// anyway, finishCycle keeps what it claimed only to release it.
-				k.cancelCycle()
+				// A cycle in flight at shutdown must not claim: it skips its claim if it
+				// has not reached it, and finishCycle releases whatever it holds. It is not
+				// cancelled: a cancel that races the commit leaves claims committed that
+				// the node never learns of, and so never releases.
+				k.stopClaims.Store(true)
 			} else {
 				k.stopAccounts(ctx)
 			}
@@ -193,6 +197,8 @@ func (k *Keeper) startCycle(ctx actor.Context) {
 	// The cycle has its own deadline, shorter than the trust it grants (DESIGN §4).
 	cctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timing.CycleDeadline())
 	k.cancelCycle = cancel
+	k.stopClaims = new(atomic.Bool)
+	req.SkipClaim = k.stopClaims.Load
 	// started is read before the transaction begins: trust is measured from here.
 	started := clock.Now()
 	go func() {

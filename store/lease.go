@@ -36,6 +36,11 @@ type CycleRequest struct {
 	Held     []Held        // what this process believes it holds
 	Capacity int           // the most accounts this process may hold
 	NoClaim  bool          // draining: renew and release only
+	// SkipClaim, when set, is asked just before the claim: true skips it. A node that
+	// begins to shut down while a cycle runs uses it, so that the cycle still commits
+	// with a result the node knows (and releases) instead of being cancelled mid-commit,
+	// when its claims may be committed without the node ever learning of them.
+	SkipClaim func() bool
 }
 
 // CycleResult is what one committed lease cycle established.
@@ -72,7 +77,7 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 		}
 		free := req.Capacity - len(renewed)
 		var claimed []Owned
-		if free > 0 && !req.NoClaim {
+		if free > 0 && !req.NoClaim && (req.SkipClaim == nil || !req.SkipClaim()) {
 			if claimed, err = claimFollowers(ctx, tx, req, free); err != nil {
 				return err
 			}

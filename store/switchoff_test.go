@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/snapcopier/copier/store"
 	"github.com/snapcopier/copier/store/storetest"
@@ -58,5 +59,25 @@ func TestSwitchOffDuringCycleIsReleasedNotDropped(t *testing.T) {
 			t.Fatalf("cycle %d dropped %v: neither renewed nor released, rows still held by n1", i, dropped)
 		}
 		held = heldOf(res.Owned)
+	}
+}
+
+// TestSkipClaimCommitsWithoutClaiming: a cycle told to skip its claim (its node began to
+// shut down while it ran) still renews and commits, and claims nothing.
+func TestSkipClaimCommitsWithoutClaiming(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 6)
+	first, err := store.LeaseCycle(ctxT(t), db.Pool, store.CycleRequest{Node: "n1", Platform: "mt5", Lease: time.Minute, Capacity: 3})
+	if err != nil || len(first.Owned) != 3 {
+		t.Fatalf("first cycle: %d owned, %v", len(first.Owned), err)
+	}
+	res, err := store.LeaseCycle(ctxT(t), db.Pool, store.CycleRequest{Node: "n1", Platform: "mt5", Lease: time.Minute,
+		Held: heldOf(first.Owned), Capacity: 6, SkipClaim: func() bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Renewed != 3 || res.Claimed != 0 || len(res.Owned) != 3 {
+		t.Fatalf("renewed %d, claimed %d, owned %d; want 3, 0, 3", res.Renewed, res.Claimed, len(res.Owned))
 	}
 }
