@@ -19,6 +19,7 @@ type dbProxy struct {
 	c     *cluster
 	proxy *toxiproxy.Proxy
 	pool  *pgxpool.Pool
+	isCut bool // cut is called from one goroutine at a time (the test's, then its cleanup)
 }
 
 // proxiedPool opens a pool that reaches the test database through a proxy of its own.
@@ -43,6 +44,10 @@ func (c *cluster) proxiedPool(name string) *dbProxy {
 // cut drops (on) or restores (off) all traffic both ways.
 func (p *dbProxy) cut(on bool) {
 	p.c.t.Helper()
+	if p.isCut == on {
+		return
+	}
+	p.isCut = on
 	for _, dir := range []string{"upstream", "downstream"} {
 		name := "cut-" + dir
 		if on {

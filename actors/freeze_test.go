@@ -139,6 +139,9 @@ func freezeScenario(t *testing.T, sc freeze) {
 		actors.Deps{Pool: db.pool, Broker: fb, Logger: zerolog.Nop()})
 	must(t, err)
 	t.Cleanup(func() {
+		// Reconnected first: a node cut from its database spends its whole shutdown
+		// budget (here 20 s) trying to release.
+		db.cut(false)
 		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		_ = n1.Stop(sctx)
