@@ -150,6 +150,9 @@ func (s *session) fetchSymbols(ctx context.Context) (*symbolTable, error) {
 var groupTags = []quickfix.Tag{fixwire.TagSymbol, fixwire.TagSymbolName, fixwire.TagSymbolDigits, fixwire.TagContractMult,
 	fixwire.TagMinTradeVol, fixwire.TagMaxTradeVol, fixwire.TagRoundLot, fixwire.TagBid, fixwire.TagAsk, fixwire.TagTradeAllowed}
 
+// maxDigits bounds a symbol's price digits (MetaTrader uses at most 8).
+const maxDigits = 10
+
 // add records one SecurityList entry.
 func (t *symbolTable) add(e map[quickfix.Tag]string) {
 	f := func(tg quickfix.Tag) float64 {
@@ -172,6 +175,9 @@ func (t *symbolTable) add(e map[quickfix.Tag]string) {
 		cs = 1
 	}
 	digits, _ := strconv.Atoi(e[fixwire.TagSymbolDigits])
+	if digits < 0 || digits > maxDigits {
+		return // a venue's garbage: a symbol with no sane point is never traded
+	}
 	sp := broker.SymbolSpec{
 		Name: name, ContractSize: cs,
 		MinLot:  fixwire.ToLots(f(fixwire.TagMinTradeVol), cs),
