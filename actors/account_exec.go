@@ -329,21 +329,8 @@ func errorClassName(err error) string {
 	if errors.Is(err, errGateClosed) {
 		return "dropped"
 	}
-	switch broker.ClassOf(err) {
-	case broker.ErrRetryable:
-		return "retryable"
-	case broker.ErrUnknownOutcome:
-		return "unknown_outcome"
-	case broker.ErrPermanent:
-		return "permanent"
-	case broker.ErrMarketClosed:
-		return "market_closed"
-	case broker.ErrDisconnected:
-		return "disconnected"
-	case broker.ErrFenced:
-		return "fenced"
-	case broker.ErrExpired:
-		return "expired"
+	if name := broker.ClassName(broker.ClassOf(err)); name != "" {
+		return name
 	}
 	return "error"
 }

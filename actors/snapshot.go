@@ -23,6 +23,12 @@ type SnapshotPosition struct {
 	OpenTime  time.Time `json:"open_time"`
 }
 
+// NewSnapshotPosition is p as a snapshot (and the console) shows it.
+func NewSnapshotPosition(p broker.Position) SnapshotPosition {
+	return SnapshotPosition{Ticket: p.Ticket, Symbol: p.Symbol, Side: p.Side.String(), Volume: p.Volume, OpenPrice: p.OpenPrice,
+		SL: p.SL, TP: p.TP, Magic: p.Magic, Comment: p.Comment, OpenTime: p.OpenTime}
+}
+
 // DecodeSnapshot decodes a stored positions snapshot.
 func DecodeSnapshot(doc []byte) ([]SnapshotPosition, error) {
 	var out []SnapshotPosition
@@ -33,8 +39,7 @@ func DecodeSnapshot(doc []byte) ([]SnapshotPosition, error) {
 func encodeSnapshot(ps []broker.Position) []byte {
 	out := make([]SnapshotPosition, len(ps))
 	for i, p := range ps {
-		out[i] = SnapshotPosition{Ticket: p.Ticket, Symbol: p.Symbol, Side: p.Side.String(), Volume: p.Volume, OpenPrice: p.OpenPrice,
-			SL: p.SL, TP: p.TP, Magic: p.Magic, Comment: p.Comment, OpenTime: p.OpenTime}
+		out[i] = NewSnapshotPosition(p)
 	}
 	doc, err := json.Marshal(out)
 	if err != nil {

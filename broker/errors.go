@@ -31,6 +31,36 @@ var (
 	ErrExpired = errors.New("expired")
 )
 
+// classNames names every class, for the wire, metrics and journals.
+var classNames = []struct {
+	class error
+	name  string
+}{
+	{ErrRetryable, "retryable"}, {ErrUnknownOutcome, "unknown_outcome"}, {ErrPermanent, "permanent"},
+	{ErrMarketClosed, "market_closed"}, {ErrDisconnected, "disconnected"}, {ErrFenced, "fenced"},
+	{ErrExpired, "expired"},
+}
+
+// ClassName names an error class ("" for nil or anything that is not a class).
+func ClassName(class error) string {
+	for _, c := range classNames {
+		if c.class == class {
+			return c.name
+		}
+	}
+	return ""
+}
+
+// ClassByName is the inverse of ClassName (nil for an unknown name).
+func ClassByName(name string) error {
+	for _, c := range classNames {
+		if c.name == name {
+			return c.class
+		}
+	}
+	return nil
+}
+
 // Code is a trade server return code, modelled on MT5 retcodes (MT4 codes in comments).
 type Code int
 

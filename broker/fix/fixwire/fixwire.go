@@ -211,36 +211,12 @@ func ParseSide(s string) (broker.Side, bool) {
 	return 0, false
 }
 
-// ClassName names a broker error class on the wire ("" for nil or unknown). New classes
-// get a name here and in ClassByName.
-func ClassName(class error) string {
-	switch class {
-	case broker.ErrRetryable:
-		return "retryable"
-	case broker.ErrUnknownOutcome:
-		return "unknown_outcome"
-	case broker.ErrPermanent:
-		return "permanent"
-	case broker.ErrMarketClosed:
-		return "market_closed"
-	case broker.ErrDisconnected:
-		return "disconnected"
-	case broker.ErrFenced:
-		return "fenced"
-	}
-	return ""
-}
+// ClassName names a broker error class on the wire ("" for nil or unknown): the
+// broker's own names (broker.ClassName).
+func ClassName(class error) string { return broker.ClassName(class) }
 
 // ClassByName is the inverse of ClassName (nil for an unknown name).
-func ClassByName(name string) error {
-	for _, c := range []error{broker.ErrRetryable, broker.ErrUnknownOutcome, broker.ErrPermanent,
-		broker.ErrMarketClosed, broker.ErrDisconnected, broker.ErrFenced} {
-		if ClassName(c) == name {
-			return c
-		}
-	}
-	return nil
-}
+func ClassByName(name string) error { return broker.ClassByName(name) }
 
 // ClassOfCode is the class of a broker return code (nil when the code is not known).
 func ClassOfCode(c broker.Code) error {

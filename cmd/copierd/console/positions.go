@@ -15,24 +15,10 @@ import (
 // positionsTimeout bounds the broker calls of one positions view.
 const positionsTimeout = 5 * time.Second
 
-// posJSON is an open position.
-type posJSON struct {
-	Ticket    int64     `json:"ticket"`
-	Symbol    string    `json:"symbol"`
-	Side      string    `json:"side"`
-	Volume    float64   `json:"volume"`
-	OpenPrice float64   `json:"open_price"`
-	SL        float64   `json:"sl"`
-	TP        float64   `json:"tp"`
-	Magic     int64     `json:"magic"`
-	Comment   string    `json:"comment"`
-	OpenTime  time.Time `json:"open_time"`
-}
+// posJSON is an open position, as the positions snapshots store it.
+type posJSON = actors.SnapshotPosition
 
-func newPosJSON(p broker.Position) posJSON {
-	return posJSON{Ticket: p.Ticket, Symbol: p.Symbol, Side: p.Side.String(), Volume: p.Volume, OpenPrice: p.OpenPrice,
-		SL: p.SL, TP: p.TP, Magic: p.Magic, Comment: p.Comment, OpenTime: p.OpenTime}
-}
+var newPosJSON = actors.NewSnapshotPosition
 
 // Copy states of a pairJSON.
 const (
@@ -103,12 +89,10 @@ func (s *Server) loadSnapshot(ctx context.Context, id int64) *snapshotJSON {
 		s.log.Warn().Err(err).Int64("account", id).Msg("console: positions snapshot")
 		return nil
 	}
-	out := &snapshotJSON{Node: snap.Node, Epoch: snap.Epoch, SeenAt: snap.SeenAt, Positions: make([]posJSON, len(ps))}
-	for i, p := range ps {
-		out.Positions[i] = posJSON{Ticket: p.Ticket, Symbol: p.Symbol, Side: p.Side, Volume: p.Volume, OpenPrice: p.OpenPrice,
-			SL: p.SL, TP: p.TP, Magic: p.Magic, Comment: p.Comment, OpenTime: p.OpenTime}
+	if ps == nil {
+		ps = []posJSON{} // an empty snapshot shows as [], as before
 	}
-	return out
+	return &snapshotJSON{Node: snap.Node, Epoch: snap.Epoch, SeenAt: snap.SeenAt, Positions: ps}
 }
 
 // loadPositions reads an account's positions and, for a follower, its masters' from the
