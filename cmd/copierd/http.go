@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"html/template"
 	"io"
 	stdlog "log"
-	"math"
 	"net"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,12 +57,7 @@ func (s *statusHTTP) handler() http.Handler {
 		}
 		_, _ = io.WriteString(w, "ready\n")
 	})
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		bw := bufio.NewWriter(w)
-		writeMetrics(bw, s.nodes())
-		_ = bw.Flush()
-	})
+	mux.Handle("GET /metrics", metricsHandler(s.nodes))
 	mux.HandleFunc("GET /status", s.statusPage)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if c := s.console.Load(); c != nil {
@@ -229,61 +221,6 @@ func checkListenAddr(flagName, addr string) error {
 	return nil
 }
 
-// metricsWriter writes the Prometheus text exposition format.
-type metricsWriter struct {
-	w io.Writer
-}
-
-// family writes the HELP and TYPE lines of a metric family.
-func (m metricsWriter) family(name, typ, help string) {
-	fmt.Fprintf(m.w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-}
-
-// sample writes one sample; labels are name, value pairs.
-func (m metricsWriter) sample(name string, v float64, labels ...string) {
-	var b strings.Builder
-	b.WriteString(name)
-	if len(labels) > 0 {
-		b.WriteByte('{')
-		for i := 0; i+1 < len(labels); i += 2 {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(labels[i])
-			b.WriteString(`="`)
-			b.WriteString(escapeLabel(labels[i+1]))
-			b.WriteByte('"')
-		}
-		b.WriteByte('}')
-	}
-	b.WriteByte(' ')
-	b.WriteString(formatFloat(v))
-	b.WriteByte('\n')
-	_, _ = io.WriteString(m.w, b.String())
-}
-
-// escapeLabel escapes a label value: backslash, double quote and line feed.
-func escapeLabel(s string) string {
-	if !strings.ContainsAny(s, "\\\"\n") {
-		return s
-	}
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return r.Replace(s)
-}
-
-// formatFloat formats a sample value as Prometheus expects (+Inf, -Inf, NaN).
-func formatFloat(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case math.IsNaN(v):
-		return "NaN"
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
 // counterDef is one counter family read from actors.Metrics; label, when set, splits a
 // family into several series (label name, then value per field).
 type counterDef struct {
@@ -346,97 +283,6 @@ func counterDefs() []counterDef {
 // allPhases returns the account phases reported by copier_accounts.
 func allPhases() []actors.AccountPhase {
 	return []actors.AccountPhase{actors.PhaseStarting, actors.PhaseReconciling, actors.PhaseCopying, actors.PhaseDirty, actors.PhaseFailed}
-}
-
-// writeMetrics writes every node's metrics in the Prometheus text format (version 0.0.4).
-// Every series carries the node's id in the label node.
-func writeMetrics(w io.Writer, nodes []*actors.Node) {
-	m := metricsWriter{w: w}
-	m.family("go_goroutines", "gauge", "Number of goroutines that currently exist.")
-	m.sample("go_goroutines", float64(runtime.NumGoroutine()))
-	type nodeState struct {
-		id   string
-		cfg  actors.Config
-		snap actors.Snapshot
-		met  *actors.Metrics
-	}
-	states := make([]nodeState, 0, len(nodes))
-	for _, n := range nodes {
-		cfg := n.Config()
-		states = append(states, nodeState{id: cfg.NodeID, cfg: cfg, snap: n.Snapshot(), met: n.Metrics()})
-	}
-
-	m.family("copier_nodes", "gauge", "Nodes running in this process.")
-	m.sample("copier_nodes", float64(len(states)))
-	if len(states) == 0 {
-		return
-	}
-	m.family("copier_node_info", "gauge", "Constant 1, labelled with the node's id and platform.")
-	for _, s := range states {
-		m.sample("copier_node_info", 1, "node", s.id, "platform", s.cfg.Platform)
-	}
-	for _, d := range counterDefs() {
-		m.family(d.name, "counter", d.help)
-		for _, s := range states {
-			for _, se := range d.series {
-				if d.label == "" {
-					m.sample(d.name, float64(se.read(s.met)), "node", s.id)
-				} else {
-					m.sample(d.name, float64(se.read(s.met)), "node", s.id, d.label, se.labelValue)
-				}
-			}
-		}
-	}
-
-	m.family("copier_capacity", "gauge", "Most follower accounts the node holds.")
-	for _, s := range states {
-		m.sample("copier_capacity", float64(s.cfg.Capacity), "node", s.id)
-	}
-	m.family("copier_owned_accounts", "gauge", "Follower accounts the node owns now.")
-	for _, s := range states {
-		m.sample("copier_owned_accounts", float64(len(s.snap.Accounts)), "node", s.id)
-	}
-	m.family("copier_accounts", "gauge", "Owned follower accounts by phase.")
-	for _, s := range states {
-		counts := map[actors.AccountPhase]int{}
-		for _, a := range s.snap.Accounts {
-			counts[a.Phase]++
-		}
-		for _, p := range allPhases() {
-			m.sample("copier_accounts", float64(counts[p]), "node", s.id, "phase", p.String())
-		}
-	}
-	m.family("copier_gate_open", "gauge", "1 when the node's lease is trusted now (orders may be sent), else 0.")
-	for _, s := range states {
-		m.sample("copier_gate_open", boolFloat(s.snap.GateOpen), "node", s.id)
-	}
-	m.family("copier_trust_remaining_seconds", "gauge", "Seconds until the node's trust ends unless a cycle renews it (0 when closed).")
-	for _, s := range states {
-		m.sample("copier_trust_remaining_seconds", max(s.snap.Remaining.Seconds(), 0), "node", s.id)
-	}
-	m.family("copier_last_cycle_ok", "gauge", "1 when the node's last lease cycle succeeded, else 0.")
-	for _, s := range states {
-		m.sample("copier_last_cycle_ok", boolFloat(s.snap.LastCycle.Err == nil && !s.snap.LastCycle.Started.IsZero()), "node", s.id)
-	}
-
-	m.family("copier_copy_latency_seconds", "histogram", "Master event to follower order, by the trade server's clock.")
-	for _, s := range states {
-		writeHistogram(m, "copier_copy_latency_seconds", s.met.CopyLatency(), s.id)
-	}
-	m.family("copier_lease_cycle_duration_seconds", "histogram", "Duration of one lease cycle.")
-	for _, s := range states {
-		writeHistogram(m, "copier_lease_cycle_duration_seconds", s.met.CycleDuration(), s.id)
-	}
-}
-
-// writeHistogram writes the buckets, sum and count of one histogram series.
-func writeHistogram(m metricsWriter, name string, h actors.Histogram, node string) {
-	for i, le := range actors.HistogramBounds() {
-		m.sample(name+"_bucket", float64(h.Counts[i]), "node", node, "le", formatFloat(le))
-	}
-	m.sample(name+"_bucket", float64(h.Count), "node", node, "le", "+Inf")
-	m.sample(name+"_sum", h.Sum, "node", node)
-	m.sample(name+"_count", float64(h.Count), "node", node)
 }
 
 // boolFloat is 1 for true and 0 for false.

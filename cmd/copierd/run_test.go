@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/internal/fixleaks"
 	"github.com/snapcopier/copier/internal/testwait"
 	"github.com/snapcopier/copier/store"
@@ -506,12 +508,13 @@ func TestDemoRefusesANonEmptyDatabase(t *testing.T) {
 	}
 }
 
-// TestWriteMetricsWithoutNodes: the metrics of a process whose node has not started yet.
-func TestWriteMetricsWithoutNodes(t *testing.T) {
-	var b bytes.Buffer
-	writeMetrics(&b, nil)
-	checkMetrics(t, b.String(), "copier_nodes 0")
-	if got := escapeLabel("a\"b\\c\nd"); got != `a\"b\\c\nd` {
-		t.Fatalf("escapeLabel: %q", got)
+// TestMetricsWithoutNodes: the metrics of a process whose node has not started yet, with
+// the standard Go and process collectors beside the engine's.
+func TestMetricsWithoutNodes(t *testing.T) {
+	rec := httptest.NewRecorder()
+	metricsHandler(func() []*actors.Node { return nil }).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
+	checkMetrics(t, rec.Body.String(), "copier_nodes 0", "go_goroutines ", "process_resident_memory_bytes ", "go_gc_duration_seconds")
 }

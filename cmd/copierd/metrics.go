@@ -1,0 +1,135 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/snapcopier/copier/actors"
+)
+
+// metricsHandler serves /metrics through the Prometheus client: the standard Go and
+// process collectors, and a collector that reads the engine's own counters and gauges of
+// every node the process runs at scrape time (the engine keeps atomics; nothing is
+// registered per node, so nodes may come and go).
+func metricsHandler(nodes func() []*actors.Node) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newEngineCollector(nodes),
+	)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// engineCollector exposes actors.Metrics and Node.Snapshot as Prometheus families; every
+// series but copier_nodes carries the node's id in the label node.
+type engineCollector struct {
+	nodes    func() []*actors.Node
+	counters []counterFamily
+	gauges   map[string]*prometheus.Desc
+	latency  *prometheus.Desc
+	cycle    *prometheus.Desc
+}
+
+// counterFamily is one counterDef with its descriptor.
+type counterFamily struct {
+	def  counterDef
+	desc *prometheus.Desc
+}
+
+// gaugeHelp lists the engine's gauges: name → help, and the extra label when split.
+var gaugeHelp = []struct{ name, help, label string }{
+	{"copier_nodes", "Nodes running in this process.", ""},
+	{"copier_node_info", "Constant 1, labelled with the node's id and platform.", "platform"},
+	{"copier_capacity", "Most follower accounts the node holds.", ""},
+	{"copier_owned_accounts", "Follower accounts the node owns now.", ""},
+	{"copier_accounts", "Owned follower accounts by phase.", "phase"},
+	{"copier_gate_open", "1 when the node's lease is trusted now (orders may be sent), else 0.", ""},
+	{"copier_trust_remaining_seconds", "Seconds until the node's trust ends unless a cycle renews it (0 when closed).", ""},
+	{"copier_last_cycle_ok", "1 when the node's last lease cycle succeeded, else 0.", ""},
+}
+
+func newEngineCollector(nodes func() []*actors.Node) *engineCollector {
+	c := &engineCollector{nodes: nodes, gauges: map[string]*prometheus.Desc{}}
+	for _, d := range counterDefs() {
+		labels := []string{"node"}
+		if d.label != "" {
+			labels = append(labels, d.label)
+		}
+		c.counters = append(c.counters, counterFamily{def: d, desc: prometheus.NewDesc(d.name, d.help, labels, nil)})
+	}
+	for _, g := range gaugeHelp {
+		var labels []string
+		if g.name != "copier_nodes" {
+			labels = append(labels, "node")
+		}
+		if g.label != "" {
+			labels = append(labels, g.label)
+		}
+		c.gauges[g.name] = prometheus.NewDesc(g.name, g.help, labels, nil)
+	}
+	c.latency = prometheus.NewDesc("copier_copy_latency_seconds", "Master event to follower order, by the trade server's clock.", []string{"node"}, nil)
+	c.cycle = prometheus.NewDesc("copier_lease_cycle_duration_seconds", "Duration of one lease cycle.", []string{"node"}, nil)
+	return c
+}
+
+// Describe sends every descriptor the collector may use.
+func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, f := range c.counters {
+		ch <- f.desc
+	}
+	for _, d := range c.gauges {
+		ch <- d
+	}
+	ch <- c.latency
+	ch <- c.cycle
+}
+
+// Collect reads every node once.
+func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
+	nodes := c.nodes()
+	gauge := func(name string, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.gauges[name], prometheus.GaugeValue, v, labels...)
+	}
+	gauge("copier_nodes", float64(len(nodes)))
+	for _, n := range nodes {
+		cfg, snap, met := n.Config(), n.Snapshot(), n.Metrics()
+		id := cfg.NodeID
+		gauge("copier_node_info", 1, id, cfg.Platform)
+		for _, f := range c.counters {
+			for _, se := range f.def.series {
+				labels := []string{id}
+				if f.def.label != "" {
+					labels = append(labels, se.labelValue)
+				}
+				ch <- prometheus.MustNewConstMetric(f.desc, prometheus.CounterValue, float64(se.read(met)), labels...)
+			}
+		}
+		gauge("copier_capacity", float64(cfg.Capacity), id)
+		gauge("copier_owned_accounts", float64(len(snap.Accounts)), id)
+		counts := map[actors.AccountPhase]int{}
+		for _, a := range snap.Accounts {
+			counts[a.Phase]++
+		}
+		for _, p := range allPhases() {
+			gauge("copier_accounts", float64(counts[p]), id, p.String())
+		}
+		gauge("copier_gate_open", boolFloat(snap.GateOpen), id)
+		gauge("copier_trust_remaining_seconds", max(snap.Remaining.Seconds(), 0), id)
+		gauge("copier_last_cycle_ok", boolFloat(snap.LastCycle.Err == nil && !snap.LastCycle.Started.IsZero()), id)
+		ch <- constHistogram(c.latency, met.CopyLatency(), id)
+		ch <- constHistogram(c.cycle, met.CycleDuration(), id)
+	}
+}
+
+// constHistogram converts the engine's cumulative snapshot.
+func constHistogram(desc *prometheus.Desc, h actors.Histogram, node string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(h.Counts))
+	for i, le := range actors.HistogramBounds() {
+		buckets[le] = uint64(h.Counts[i])
+	}
+	return prometheus.MustNewConstHistogram(desc, uint64(h.Count), h.Sum, buckets, node)
+}
