@@ -70,6 +70,9 @@ const (
 	// ReasonNetTarget: a netting follower's position on a symbol differs from the net of
 	// the master positions it copies.
 	ReasonNetTarget
+	// ReasonProtection: a protection (stop-out or close-only mode) closes the link's copies
+	// (Input.Restrict is CloseCopies).
+	ReasonProtection
 )
 
 // String returns the reason's snake_case name.
@@ -89,6 +92,8 @@ func (r Reason) String() string {
 		return "stops"
 	case ReasonNetTarget:
 		return "net_target"
+	case ReasonProtection:
+		return "protection"
 	}
 	return fmt.Sprintf("Reason(%d)", int8(r))
 }

@@ -73,10 +73,10 @@ func TestEnumNames(t *testing.T) {
 	for k := Open; k <= Modify; k++ {
 		check("kind " + k.String())
 	}
-	for r := ReasonCopyMissing; r <= ReasonNetTarget; r++ {
+	for r := ReasonCopyMissing; r <= ReasonProtection; r++ {
 		check("reason " + r.String())
 	}
-	for r := SkipFilteredSymbol; r <= SkipWrongAccount; r++ {
+	for r := SkipFilteredSymbol; r <= SkipRestricted; r++ {
 		check("skip " + r.String())
 	}
 	for m := StopsCopy; m <= StopsFixed; m++ {

@@ -31,6 +31,9 @@ func (p *planner) evaluate(m broker.Position) (candidate, bool) {
 		p.skip(Skip{MasterTicket: m.Ticket, Symbol: m.Symbol, Reason: why, Detail: fmt.Sprintf(format, args...)})
 		return candidate{}, false
 	}
+	if r := p.in.Restrict; r != Unrestricted {
+		return skip(SkipRestricted, "%s", r)
+	}
 	if why := p.s.Filters.check(m, p.s.Symbols.Base(m.Symbol)); why != 0 {
 		return skip(why, "%s %s magic %d", m.Side, m.Symbol, m.Magic)
 	}

@@ -50,6 +50,18 @@
 // such entries at the position again. On a netting follower an order whose outcome is
 // unknown should have its Action.UnknownOutcomeChanges written.
 //
+// # Restrictions
+//
+// Input.Restrict carries what the follower's protections (package reconcile/protect)
+// allow. NoNewCopies skips every master position without a copy (SkipRestricted) and
+// otherwise plans as usual: copies still close, shrink and follow the stops of their
+// masters. CloseCopies closes every position of the link's magic number (ReasonProtection),
+// identified or not, and keeps the entries of the master positions still open, pointed at
+// the closed copies (on a netting follower, entries at 0 on a flat symbol at
+// FlatTombstone): they become tombstones, so lifting the restriction never copies again a
+// master position whose copy it closed, and a flat netting pair whose one side closes opens
+// nothing.
+//
 // # Output
 //
 // Plans are deterministic: the same Input gives the same Result whatever the order of the

@@ -54,6 +54,9 @@ type Input struct {
 	// TicketMap holds the entries of this link (others are ignored): every entry the
 	// engine has not yet seen in a Result.Untrack, including those whose copy is gone.
 	TicketMap []TicketMapEntry
+	// Restrict is what the follower's and the link's protections allow: new copies, none,
+	// or none and the link's copies closed.
+	Restrict Restriction
 	// Now is the current time on the master server's clock (position OpenTimes are on that
 	// clock), for the opening window.
 	Now time.Time

@@ -43,9 +43,10 @@ type modelStats struct {
 
 // mlink is one link of the model and its master account.
 type mlink struct {
-	link   Link
-	master AccountState
-	next   int64
+	link     Link
+	master   AccountState
+	next     int64
+	restrict Restriction // what the link's protections allow (restrict_test.go)
 }
 
 // model is a follower with one or two links.
@@ -114,7 +115,7 @@ func genModelSettings(t *rapid.T) Settings {
 // input is the planner's view of link i with the given ticket map.
 func (md *model) input(i int, tm []TicketMapEntry) Input {
 	ml := md.links[i]
-	return Input{Master: ml.master, Link: ml.link, TicketMap: slices.Clone(tm), Now: md.now,
+	return Input{Master: ml.master, Link: ml.link, TicketMap: slices.Clone(tm), Now: md.now, Restrict: ml.restrict,
 		Follower: AccountState{Info: md.info, Positions: slices.Clone(md.f.positions), Symbols: md.specs}}
 }
 

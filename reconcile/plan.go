@@ -45,6 +45,7 @@ type planner struct {
 	master  map[int64]broker.Position // by ticket
 	entries []TicketMapEntry          // this link's, sorted by master then follower ticket
 	res     Result
+	copied  map[int64]bool // closeAll: master tickets that have (or had) a copy
 }
 
 func plan(in Input, sc scope) Result {
@@ -53,6 +54,10 @@ func plan(in Input, sc scope) Result {
 		return p.res
 	}
 	p.index()
+	if in.Restrict == CloseCopies {
+		p.closeAll()
+		return p.finish()
+	}
 	if in.Follower.Info.Mode == broker.Netting {
 		p.netting()
 	} else {

@@ -55,6 +55,9 @@ const (
 	SkipAccountMode
 	// SkipWrongAccount: the event is from another account than the master's.
 	SkipWrongAccount
+	// SkipRestricted: a protection (stop-out or close-only mode) forbids new copies
+	// (Input.Restrict).
+	SkipRestricted
 )
 
 // String returns the reason's snake_case name.
@@ -104,6 +107,8 @@ func (r SkipReason) String() string {
 		return "account_mode"
 	case SkipWrongAccount:
 		return "wrong_account"
+	case SkipRestricted:
+		return "restricted"
 	}
 	return fmt.Sprintf("SkipReason(%d)", int8(r))
 }
