@@ -54,7 +54,8 @@ func plan(in Input, sc scope) Result {
 		return p.res
 	}
 	p.index()
-	if in.Restrict == CloseCopies {
+	p.in.Restrict = p.restriction()
+	if p.in.Restrict == CloseCopies {
 		p.closeAll()
 		return p.finish()
 	}

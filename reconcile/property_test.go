@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/reconcile/protect"
 )
 
 // world is a follower account with several links from several masters, for property tests.
@@ -385,7 +386,7 @@ func checkPlan(t *rapid.T, in Input, res Result, replan func(Input) Result) {
 			t.Fatalf("tracks master %d whose copy was closed", e.MasterTicket)
 		}
 		if p, ok := byTicket[e.FollowerTicket]; (!ok || p.Magic != link.Magic) && !(e.FollowerTicket == 0 && in.Follower.Info.Mode == broker.Netting) &&
-			!(e.FollowerTicket == FlatTombstone && in.Restrict == CloseCopies) {
+			!(e.FollowerTicket == FlatTombstone && (in.Restrict == CloseCopies || in.Link.Settings.Protect.CloseOnly == protect.CloseNow)) {
 			t.Fatalf("tracks %v onto position %+v", e, p)
 		}
 	}

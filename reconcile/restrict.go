@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/reconcile/protect"
 )
 
 // Restriction limits what a plan may do on the follower. The engine sets it from the
@@ -36,6 +37,18 @@ func (r Restriction) String() string {
 		return "close_copies"
 	}
 	return "restriction(?)"
+}
+
+// restriction is the stricter of Input.Restrict and the link's close-only mode.
+func (p *planner) restriction() Restriction {
+	r := p.in.Restrict
+	switch p.s.Protect.CloseOnly {
+	case protect.LetClose:
+		r = max(r, NoNewCopies)
+	case protect.CloseNow:
+		r = CloseCopies
+	}
+	return r
 }
 
 // closeAll plans a CloseCopies restriction.

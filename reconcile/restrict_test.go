@@ -8,10 +8,14 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/reconcile/protect"
 )
 
 // TestRestrictionModel: random histories of the planner model (model_test.go) reach a
 // state, then one link is restricted the way a stop-out restricts it:
+//
+// Both ways of restricting are drawn: Input.Restrict (the engine's, for a stop-out) and the
+// link's own protect.close_only setting.
 //
 //   - CloseCopies closes every copy of the link and nothing else (apply checks positions of
 //     no link untouched), and leaves the master positions open at that time tombstoned;
@@ -48,7 +52,20 @@ func TestRestrictionModel(t *testing.T) {
 			}
 		}
 
-		ml.restrict = CloseCopies
+		// The engine restricts (a stop-out), or the link's own close-only mode does.
+		viaSettings := rapid.Bool().Draw(t, "viaSettings")
+		restrict := func(r Restriction) {
+			ml.restrict, ml.link.Settings.Protect.CloseOnly = Unrestricted, protect.CopyNormally
+			switch {
+			case !viaSettings:
+				ml.restrict = r
+			case r == CloseCopies:
+				ml.link.Settings.Protect.CloseOnly = protect.CloseNow
+			case r == NoNewCopies:
+				ml.link.Settings.Protect.CloseOnly = protect.LetClose
+			}
+		}
+		restrict(CloseCopies)
 		if md.copiesOf(ml) > 0 {
 			closed.Add(1)
 		}
@@ -57,7 +74,7 @@ func TestRestrictionModel(t *testing.T) {
 			t.Fatalf("link %d closed its copies but %d positions of its magic remain:\n%+v\nmap %v", ml.link.ID, n, md.f.positions, md.f.ticketMap)
 		}
 
-		ml.restrict = NoNewCopies
+		restrict(NoNewCopies)
 		for range rapid.IntRange(0, 4).Draw(t, "restrictedEvents") {
 			if _, ok := md.masterEvent(t, li); ok {
 				res := Plan(md.input(li, md.f.ticketMap))
@@ -78,7 +95,7 @@ func TestRestrictionModel(t *testing.T) {
 			t.Fatalf("link %d opened %d positions while no new copies were allowed", ml.link.ID, n)
 		}
 
-		ml.restrict = Unrestricted
+		restrict(Unrestricted)
 		md.reconcile(t)
 		md.check(t)
 		for _, p := range md.f.positions {

@@ -9,6 +9,7 @@ import (
 	"reflect"
 
 	"github.com/snapcopier/copier/internal/strictjson"
+	"github.com/snapcopier/copier/reconcile/protect"
 )
 
 // Settings is the configuration of one copy link, stored as the jsonb column
@@ -31,6 +32,8 @@ type Settings struct {
 	Limits Limits `json:"limits,omitzero"`
 	// Window bounds late copies.
 	Window Window `json:"window"`
+	// Protect holds the link's protections (package reconcile/protect): its close-only mode.
+	Protect protect.Limits `json:"protect,omitzero"`
 }
 
 // DefaultMaxAgeSeconds is the default opening window: a master position older than this is
@@ -94,6 +97,22 @@ func (s Settings) Validate() error {
 	s.Stops.validate(&fe)
 	s.Limits.validate(&fe)
 	s.Window.validate(&fe)
+	// The stop-outs are validated but not enforced yet: refuse them rather than accept a
+	// protection that does nothing.
+	if s.Protect.Drawdown != nil {
+		fe.add("protect.max_drawdown", "stop-outs are not enforced by this version; use close_only")
+	}
+	if s.Protect.DailyLoss != nil {
+		fe.add("protect.daily_loss", "stop-outs are not enforced by this version; use close_only")
+	}
+	if err := s.Protect.Validate(); err != nil {
+		for _, e := range unjoin(err) {
+			var pe *protect.FieldError
+			if errors.As(e, &pe) {
+				fe.add("protect."+pe.Field, "%s", pe.Problem)
+			}
+		}
+	}
 	return fe.err()
 }
 
@@ -115,4 +134,12 @@ func (s *Settings) normalize() {
 	if len(s.Filters.ExcludeMagics) == 0 {
 		s.Filters.ExcludeMagics = nil
 	}
+}
+
+// unjoin returns the errors joined in err (errors.Join), or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/snapcopier/copier/reconcile/protect"
 )
 
 func TestDefaultSettingsValid(t *testing.T) {
@@ -31,9 +33,10 @@ func fullSettings() Settings {
 		Reverse: true,
 		Filters: Filters{IncludeSymbols: []string{"EURUSD"}, ExcludeSymbols: []string{"GBPUSD"}, Sides: SellOnly,
 			Magics: []MagicRange{{1010, 1019}, {42, 42}}, ExcludeMagics: []MagicRange{{1015, 1015}}},
-		Stops:  Stops{Mode: StopsFixed, SLPoints: 200, TPPoints: 400},
-		Limits: Limits{MaxOpenCopies: 10, MaxLotsPerSymbol: 3},
-		Window: Window{MaxAgeSeconds: 0, MaxDeviationPoints: 30},
+		Stops:   Stops{Mode: StopsFixed, SLPoints: 200, TPPoints: 400},
+		Limits:  Limits{MaxOpenCopies: 10, MaxLotsPerSymbol: 3},
+		Window:  Window{MaxAgeSeconds: 0, MaxDeviationPoints: 30},
+		Protect: protect.Limits{CloseOnly: protect.LetClose},
 	}
 }
 
@@ -61,7 +64,8 @@ func TestSettingsJSONShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"mode":"balance_ratio"`, `"magics":["1010-1019","42"]`, `"sides":"sell"`,
-		`"mode":"fixed"`, `"max_age_seconds":0`, `"pairs":{"GER40":"DE40.cash"}`, `"align_contract_size":false`} {
+		`"mode":"fixed"`, `"max_age_seconds":0`, `"pairs":{"GER40":"DE40.cash"}`, `"align_contract_size":false`,
+		`"protect":{"close_only":"let_close"}`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s lacks %s", b, want)
 		}
@@ -109,6 +113,10 @@ func TestParseSettingsErrors(t *testing.T) {
 		{`{"limits":{"max_lots_per_symbol":-1}}`, "limits.max_lots_per_symbol"},
 		{`{"window":{"max_age_seconds":-1}}`, "window.max_age_seconds"},
 		{`{"window":{"max_deviation_points":-1}}`, "window.max_deviation_points"},
+		{`{"protect":{"max_drawdown":{"percent":20}}}`, "protect.max_drawdown"}, // not enforced yet
+		{`{"protect":{"daily_loss":{"amount":50}}}`, "protect.daily_loss"},      // not enforced yet
+		{`{"protect":{"close_only":"later"}}`, "protect.close_only"},
+		{`{"protect":{"max_drawdown":{"pct":5}}}`, "protect.max_drawdown.pct"},
 		// decoding errors
 		{`{"sizing":{"mode":"martingale"}}`, "unknown sizing mode"},
 		{`{"stops":{"mode":"trailing"}}`, "unknown stops mode"},

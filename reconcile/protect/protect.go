@@ -18,6 +18,18 @@ import (
 // ErrInvalid is matched (errors.Is) by every error Validate returns.
 var ErrInvalid = errors.New("invalid protection settings")
 
+// FieldError is one problem with one field; Field is its JSON path ("max_drawdown.percent").
+type FieldError struct {
+	Field   string
+	Problem string
+}
+
+// Error returns "field: problem".
+func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
+
+// Unwrap makes errors.Is(err, ErrInvalid) hold.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
 // ErrNotStopped is returned by Reset for an account or link that is not stopped out.
 var ErrNotStopped = errors.New("not stopped out")
 
@@ -84,11 +96,11 @@ type Limits struct {
 // Enabled reports whether any stop-out rule is configured.
 func (l Limits) Enabled() bool { return l.Drawdown != nil || l.DailyLoss != nil }
 
-// Validate reports every problem with l; each error matches ErrInvalid and names the field.
+// Validate reports every problem with l, each a *FieldError (matching ErrInvalid).
 func (l Limits) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...)))
+		errs = append(errs, &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
 	}
 	limit := func(field string, percent, amount float64) {
 		switch {
