@@ -47,3 +47,16 @@ func TestFormatting(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsSummaryShowsCloseOnly: a link in close-only mode says so in the tables.
+func TestSettingsSummaryShowsCloseOnly(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{}`:                                     "lot_multiplier ×1, ≤60s old",
+		`{"protect":{"close_only":"let_close"}}`: "lot_multiplier ×1, CLOSE-ONLY (letting copies close), ≤60s old",
+		`{"protect":{"close_only":"close_now"}}`: "lot_multiplier ×1, CLOSE-ONLY (copies closed), ≤60s old",
+	} {
+		if got := settingsSummary([]byte(raw)); got != want {
+			t.Errorf("settingsSummary(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/reconcile/protect"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -38,6 +39,12 @@ func settingsSummary(raw []byte) string {
 	}
 	if len(st.Filters.IncludeSymbols) > 0 || len(st.Filters.ExcludeSymbols) > 0 || len(st.Filters.Magics) > 0 || len(st.Filters.ExcludeMagics) > 0 {
 		parts = append(parts, "filtered")
+	}
+	switch st.Protect.CloseOnly {
+	case protect.LetClose:
+		parts = append(parts, "CLOSE-ONLY (letting copies close)")
+	case protect.CloseNow:
+		parts = append(parts, "CLOSE-ONLY (copies closed)")
 	}
 	if st.Window.MaxAgeSeconds == 0 {
 		parts = append(parts, "any age")
