@@ -46,6 +46,10 @@ type Cluster struct {
 	port    int
 	cred    *syscall.Credential
 	opts    Options
+	// watchdog stops the server if this process dies without calling Stop (a test binary
+	// killed by its timeout, a demo killed with SIGKILL); pg_ctl detaches the server, so
+	// nothing else would.
+	watchdog *exec.Cmd
 }
 
 // Superuser is the cluster's superuser; authentication is "trust" on loopback only.
@@ -82,7 +86,38 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
+	if err := c.startWatchdog(); err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
 	return c, nil
+}
+
+// watchdogScript polls once a second that this process ($1) is alive and the cluster's
+// data directory ($3) still exists; when the process is gone it stops the server ($2 =
+// pg_ctl) and removes the cluster's files ($4, when not kept). /proc is read rather than
+// kill -0, which fails across users when the server runs as the postgres user.
+const watchdogScript = `while [ -d "/proc/$1" ] && [ -d "$3" ]; do sleep 1; done
+[ -d "$3" ] || exit 0
+"$2" -D "$3" -m immediate -w -t 30 stop
+[ -n "$4" ] && rm -rf "$4"`
+
+func (c *Cluster) startWatchdog() error {
+	remove := c.dir
+	if c.opts.KeepData {
+		remove = ""
+	}
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "copier-pg-watchdog",
+		strconv.Itoa(os.Getpid()), filepath.Join(c.binDir, "pg_ctl"), c.dataDir, remove)
+	cmd.Dir = c.dir
+	// Its own process group: a terminal's Ctrl-C must not stop it before it has stopped
+	// the server.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.cred}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("pgcluster: watchdog: %w", err)
+	}
+	c.watchdog = cmd
+	return nil
 }
 
 func (c *Cluster) init(ctx context.Context) error {
@@ -134,6 +169,11 @@ func (c *Cluster) start(ctx context.Context) error {
 
 // Stop stops the server (fast shutdown) and removes its files unless KeepData is set.
 func (c *Cluster) Stop() error {
+	if w := c.watchdog; w != nil {
+		_ = w.Process.Kill()
+		_ = w.Wait()
+		c.watchdog = nil
+	}
 	_, err := c.run(context.Background(), "pg_ctl", "-D", c.dataDir, "-m", "immediate", "-w", "-t", "30", "stop")
 	if !c.opts.KeepData {
 		if rmErr := os.RemoveAll(c.dir); err == nil {
