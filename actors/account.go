@@ -10,6 +10,7 @@ import (
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/reconcile/protect"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -49,9 +50,14 @@ type masterView struct {
 // loaded carries the result of loading configuration and connecting, done off the mailbox.
 type loaded struct {
 	cfg     store.FollowerConfig
-	tickets []store.TicketRow
+	tickets []store.TicketRow // first load only (withTickets)
 	session broker.Session
 	err     error
+	// withTickets: the ticket map was read too. Only the first load of an ownership reads
+	// it: afterwards the actor's own map is ahead of the database, whose writes are queued
+	// (a reload that replaced it lost the entries not yet written, and a tombstone lost is a
+	// closed copy opened again).
+	withTickets bool
 }
 
 type retryLoad struct{}
@@ -146,6 +152,7 @@ func (a *accountActor) load(ctx actor.Context) {
 	}
 	a.loading = true
 	self, root, e, id, old := ctx.Self(), ctx.ActorSystem().Root, a.e, a.id, a.session
+	first := a.version == 0
 	go func() {
 		lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -153,8 +160,9 @@ func (a *accountActor) load(ctx actor.Context) {
 		select {
 		case e.loads <- struct{}{}:
 			m.cfg, m.err = store.LoadFollowerConfig(lctx, e.pool, id)
-			if m.err == nil {
+			if m.err == nil && first {
 				m.tickets, m.err = store.OpenTickets(lctx, e.pool, id)
+				m.withTickets = m.err == nil
 			}
 			<-e.loads
 		case <-lctx.Done():
@@ -205,6 +213,8 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 			a.board.update(func(s *AccountStatus) { s.LastError = fmt.Sprintf("link %d: %v", l.ID, err) })
 			continue
 		}
+		// The follower's own close-only mode holds on every link: the planner applies it.
+		settings.Protect.CloseOnly = protect.Stricter(settings.Protect.CloseOnly, protect.CloseOnly(m.cfg.Account.CloseOnly))
 		a.links = append(a.links, linkState{row: l, link: reconcile.Link{ID: l.ID, Magic: l.Magic, Settings: settings}})
 		masters[l.MasterID] = master
 	}
@@ -218,9 +228,11 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 			a.masters[id] = &masterView{account: acc}
 		}
 	}
-	a.tickets = map[int64]map[int64]reconcile.TicketMapEntry{}
-	for _, t := range m.tickets {
-		a.ticketsOf(t.LinkID)[t.MasterTicket] = reconcile.TicketMapEntry{LinkID: t.LinkID, MasterTicket: t.MasterTicket, FollowerTicket: t.FollowerTicket, Volume: t.Volume}
+	if m.withTickets {
+		a.tickets = map[int64]map[int64]reconcile.TicketMapEntry{}
+		for _, t := range m.tickets {
+			a.ticketsOf(t.LinkID)[t.MasterTicket] = reconcile.TicketMapEntry{LinkID: t.LinkID, MasterTicket: t.MasterTicket, FollowerTicket: t.FollowerTicket, Volume: t.Volume}
+		}
 	}
 	ctx.Send(a.e.supervisor, followMasters{accountID: a.id, pid: ctx.Self(), masters: masters})
 	a.signal(Signal{Kind: SignalLoaded, ConfigVersion: a.version, Links: len(a.links)})

@@ -41,23 +41,7 @@ func TestCloseOnlyMode(t *testing.T) {
 		must(t, err)
 		mark := c.signals.Len()
 		must(t, store.UpdateLink(ctx, c.db.Pool, store.Link{ID: link.ID, Enabled: true, Magic: link.Magic, Settings: b}))
-		cfg, err := store.LoadFollowerConfig(ctx, c.db.Pool, f)
-		must(t, err)
-		c.awaitSignals(fmt.Sprintf("close_only %q applied", mode), mark, func(sigs []actors.Signal) (bool, string) {
-			loaded, idle := false, false
-			for _, s := range sigs {
-				switch {
-				case s.Account != f:
-				case s.Kind == actors.SignalLoaded && s.ConfigVersion >= cfg.ConfigVersion:
-					loaded, idle = true, false
-				case s.Kind == actors.SignalReconcileStarted:
-					idle = false
-				case s.Kind == actors.SignalReconcileDone && loaded:
-					idle = s.Idle
-				}
-			}
-			return loaded && idle, fmt.Sprintf("loaded %v, idle %v", loaded, idle)
-		})
+		c.awaitConfigApplied(fmt.Sprintf("close_only %q applied", mode), f, mark)
 	}
 	// copies lists the master tickets f holds copies of.
 	copies := func() []int64 {
@@ -108,4 +92,72 @@ func TestCloseOnlyMode(t *testing.T) {
 	if dups := c.duplicateOpens(); len(dups) > 0 {
 		t.Fatalf("duplicate copies opened: %v", dups)
 	}
+}
+
+// awaitConfigApplied waits until follower f's owner has loaded its configuration as it is
+// in the database now (changed after mark) and finished the reconcile that the change
+// starts, with nothing further running or due: what the change did is then final.
+func (c *cluster) awaitConfigApplied(what string, f int64, mark int) {
+	c.t.Helper()
+	cfg, err := store.LoadFollowerConfig(context.Background(), c.db.Pool, f)
+	must(c.t, err)
+	c.awaitSignals(what, mark, func(sigs []actors.Signal) (bool, string) {
+		loaded, idle := false, false
+		for _, s := range sigs {
+			switch {
+			case s.Account != f:
+			case s.Kind == actors.SignalLoaded && s.ConfigVersion >= cfg.ConfigVersion:
+				loaded, idle = true, false
+			case s.Kind == actors.SignalReconcileStarted:
+				idle = false
+			case s.Kind == actors.SignalReconcileDone && loaded:
+				idle = s.Idle
+			}
+		}
+		return loaded && idle, fmt.Sprintf("loaded %v, idle %v", loaded, idle)
+	})
+}
+
+// TestFollowerCloseOnly: the follower's own close-only mode holds on every link: set to
+// close_now it closes the copies of both of its links; lifted, none is copied again, and
+// new master positions are. The node writes its ticket map rarely, so every reload comes
+// before the rows it reads: the reloads must keep the actor's own map.
+func TestFollowerCloseOnly(t *testing.T) {
+	c := newCluster(t, 2, 1) // the follower is linked to master 2 (magic 7002)
+	ctx := context.Background()
+	f := c.followers[0]
+	settings, err := json.Marshal(reconcile.DefaultSettings())
+	must(t, err)
+	_, err = store.CreateLink(ctx, c.db.Pool, store.Link{MasterID: 1, FollowerID: f, Enabled: true, Magic: 7001, Settings: settings})
+	must(t, err)
+	mark := c.signals.Len()
+	c.startWith("n1", 10, nil, func(cfg *actors.Config) { cfg.FlushEvery = time.Hour })
+	c.awaitIdle("follower idle", mark, []int64{f})
+	positions := func() int {
+		ps, err := c.sim.AccountPositions(ctx, fmt.Sprintf("f%d", f))
+		must(t, err)
+		return len(ps)
+	}
+	setMode := func(mode protect.CloseOnly) {
+		t.Helper()
+		m := string(mode)
+		mark := c.signals.Len()
+		must(t, store.UpdateAccount(ctx, c.db.Pool, store.AccountUpdate{ID: f, CloseOnly: &m}))
+		c.awaitConfigApplied(fmt.Sprintf("account close_only %q applied", mode), f, mark)
+	}
+	c.masterOpen(1, "EURUSD", broker.Buy, 0.2, 0, 0)
+	c.masterOpen(2, "GBPUSD", broker.Sell, 0.3, 0, 0)
+	c.eventually("both links copied", 30*time.Second, func() (bool, string) { return positions() == 2, fmt.Sprint(positions(), " positions") })
+
+	setMode(protect.CloseNow)
+	if n := positions(); n != 0 {
+		t.Fatalf("close_now on the follower left %d positions", n)
+	}
+	setMode(protect.CopyNormally)
+	if n := positions(); n != 0 {
+		t.Fatalf("lifting the follower's close_now copied again: %d positions", n)
+	}
+	c.masterOpen(1, "USDJPY", broker.Buy, 0.1, 0, 0)
+	c.masterOpen(2, "USDJPY", broker.Sell, 0.1, 0, 0)
+	c.eventually("new positions copied on both links", 30*time.Second, func() (bool, string) { return positions() == 2, fmt.Sprint(positions(), " positions") })
 }

@@ -89,13 +89,21 @@ func must(t *testing.T, err error) {
 
 func (c *cluster) start(name string, capacity int, pool *pgxpool.Pool) *actors.Node {
 	c.t.Helper()
+	return c.startWith(name, capacity, pool, nil)
+}
+
+// startWith is start with the node's configuration adjusted by tweak (when not nil).
+func (c *cluster) startWith(name string, capacity int, pool *pgxpool.Pool, tweak func(*actors.Config)) *actors.Node {
+	c.t.Helper()
 	if pool == nil {
 		pool = c.db.NewPool(c.t, store.Options{})
 	}
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(testLogLevel())
-	n, err := actors.Start(context.Background(), actors.Config{
-		NodeID: name, Platform: "sim", Capacity: capacity, Lease: shortLease, ReconcileEvery: -1,
-	}, actors.Deps{Pool: pool, Broker: c.sim, Logger: log, Observe: c.signals.Add})
+	cfg := actors.Config{NodeID: name, Platform: "sim", Capacity: capacity, Lease: shortLease, ReconcileEvery: -1}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	n, err := actors.Start(context.Background(), cfg, actors.Deps{Pool: pool, Broker: c.sim, Logger: log, Observe: c.signals.Add})
 	must(c.t, err)
 	c.nodes[name] = n
 	c.t.Cleanup(func() {

@@ -31,6 +31,9 @@ type Account struct {
 	Login       string
 	Server      string
 	Credentials []byte // sealed; the engine unseals it only to connect
+	// CloseOnly is the follower's own close-only mode: "", "let_close" or "close_now"
+	// (reconcile/protect.CloseOnly); it applies to every link of the follower.
+	CloseOnly string
 }
 
 // Link is a copy_links row.
@@ -56,14 +59,19 @@ type FollowerConfig struct {
 // ErrNotFound reports a missing row.
 var ErrNotFound = errors.New("store: not found")
 
-const accountColumns = `id, platform, role, enabled, login, server, credentials`
+const accountColumns = `id, platform, role, enabled, login, server, credentials, close_only`
 
 func scanAccount(row pgx.CollectableRow) (Account, error) {
 	var a Account
 	var role string
-	err := row.Scan(&a.ID, &a.Platform, &role, &a.Enabled, &a.Login, &a.Server, &a.Credentials)
+	err := row.Scan(accountFields(&a, &role)...)
 	a.Role = Role(role)
 	return a, err
+}
+
+// accountFields are the scan destinations of accountColumns, in order (the role as text).
+func accountFields(a *Account, role *string) []any {
+	return []any{&a.ID, &a.Platform, role, &a.Enabled, &a.Login, &a.Server, &a.Credentials, &a.CloseOnly}
 }
 
 const linkColumns = `id, master_id, follower_id, enabled, magic, settings, version`
@@ -86,7 +94,7 @@ func LoadFollowerConfig(ctx context.Context, pool *pgxpool.Pool, followerID int6
 		accs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (FollowerConfig, error) {
 			var c FollowerConfig
 			var role string
-			err := row.Scan(&c.Account.ID, &c.Account.Platform, &role, &c.Account.Enabled, &c.Account.Login, &c.Account.Server, &c.Account.Credentials, &c.ConfigVersion)
+			err := row.Scan(append(accountFields(&c.Account, &role), &c.ConfigVersion)...)
 			c.Account.Role = Role(role)
 			return c, err
 		})
@@ -150,8 +158,8 @@ func CreateAccount(ctx context.Context, pool *pgxpool.Pool, a Account) error {
 	if !a.Role.Valid() {
 		return fmt.Errorf("store: role %q must be master or follower", a.Role)
 	}
-	_, err := pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, enabled, login, server, credentials)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, a.ID, a.Platform, string(a.Role), a.Enabled, a.Login, a.Server, a.Credentials)
+	_, err := pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, enabled, login, server, credentials, close_only)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, a.ID, a.Platform, string(a.Role), a.Enabled, a.Login, a.Server, a.Credentials, a.CloseOnly)
 	if err != nil {
 		return fmt.Errorf("store: create account %d: %w", a.ID, err)
 	}

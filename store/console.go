@@ -41,11 +41,12 @@ type AccountRow struct {
 	StatusAt      time.Time // zero: never reported
 	LastCopyAt    time.Time // zero: never copied
 	CreatedAt     time.Time
+	CloseOnly     string // the follower's own close-only mode (Account.CloseOnly)
 }
 
 const accountRowColumns = `id, platform, role, enabled, login, server, credentials IS NOT NULL AND length(credentials) > 0,
 	coalesce(node_id, ''), lease_until, coalesce(extract(epoch FROM lease_until - now()), 0)::float8,
-	lease_epoch, config_version, status, last_error, balance, equity, status_at, last_copy_at, created_at`
+	lease_epoch, config_version, status, last_error, balance, equity, status_at, last_copy_at, created_at, close_only`
 
 func scanAccountRow(row pgx.CollectableRow) (AccountRow, error) {
 	var a AccountRow
@@ -54,7 +55,7 @@ func scanAccountRow(row pgx.CollectableRow) (AccountRow, error) {
 	var left float64
 	err := row.Scan(&a.ID, &a.Platform, &role, &a.Enabled, &a.Login, &a.Server, &a.HasCredentials,
 		&a.NodeID, &leaseUntil, &left, &a.Epoch, &a.ConfigVersion, &a.Status, &a.LastError,
-		&a.Balance, &a.Equity, &statusAt, &lastCopy, &a.CreatedAt)
+		&a.Balance, &a.Equity, &statusAt, &lastCopy, &a.CreatedAt, &a.CloseOnly)
 	a.Role = Role(role)
 	a.LeaseUntil, a.StatusAt, a.LastCopyAt = derefTime(leaseUntil), derefTime(statusAt), derefTime(lastCopy)
 	a.LeaseLeft = time.Duration(left * float64(time.Second))
@@ -285,6 +286,7 @@ type AccountUpdate struct {
 	// Credentials removes them. Without it the credentials are kept.
 	SetCredentials bool
 	Credentials    []byte
+	CloseOnly      *string // "", "let_close" or "close_now"; nil: unchanged
 }
 
 // ErrRoleInUse reports a role change of an account that links use in its current role.
@@ -292,7 +294,8 @@ var ErrRoleInUse = errors.New("store: the account's links need its current role"
 
 // UpdateAccount applies u in one transaction. A role change is refused with ErrRoleInUse
 // while a link uses the account in its current role. Changing login, server or
-// credentials moves the config version (a trigger), so the owner reconnects; disabling
+// credentials moves the config version (a trigger), so the owner reconnects; so does
+// changing the close-only mode, so the owner reloads; disabling
 // the account, or changing its role or platform, makes the owner release it in its next
 // lease cycle. It returns ErrNotFound for an unknown id.
 func UpdateAccount(ctx context.Context, pool *pgxpool.Pool, u AccountUpdate) error {
@@ -329,8 +332,9 @@ func UpdateAccount(ctx context.Context, pool *pgxpool.Pool, u AccountUpdate) err
 		_, err := tx.Exec(ctx, `UPDATE trading_accounts SET
 				platform = coalesce($2, platform), role = coalesce($3, role), enabled = coalesce($4, enabled),
 				login = coalesce($5, login), server = coalesce($6, server),
-				credentials = CASE WHEN $7 THEN $8 ELSE credentials END
-			WHERE id = $1`, u.ID, u.Platform, role2, u.Enabled, u.Login, u.Server, u.SetCredentials, creds)
+				credentials = CASE WHEN $7 THEN $8 ELSE credentials END,
+				close_only = coalesce($9, close_only)
+			WHERE id = $1`, u.ID, u.Platform, role2, u.Enabled, u.Login, u.Server, u.SetCredentials, creds, u.CloseOnly)
 		return err
 	})
 	if err != nil {

@@ -82,6 +82,31 @@ const (
 	CloseNow CloseOnly = "close_now"
 )
 
+// Stricter returns the stricter of two modes: CloseNow over LetClose over CopyNormally.
+// A follower's own mode and its link's combine this way. Unknown modes count as CloseNow:
+// a mode this version does not know must not copy more than one it does.
+func Stricter(a, b CloseOnly) CloseOnly {
+	rank := func(c CloseOnly) int {
+		switch c {
+		case CopyNormally:
+			return 0
+		case LetClose:
+			return 1
+		}
+		return 2
+	}
+	if rank(a) >= rank(b) {
+		if rank(a) == 2 {
+			return CloseNow
+		}
+		return a
+	}
+	if rank(b) == 2 {
+		return CloseNow
+	}
+	return b
+}
+
 // Limits are the protections of one link or one follower.
 type Limits struct {
 	Drawdown  *Drawdown  `json:"max_drawdown,omitempty"`

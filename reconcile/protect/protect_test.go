@@ -208,3 +208,17 @@ func TestSlippageWorseIsPositive(t *testing.T) {
 		t.Error("a symbol without a point has no slippage in points")
 	}
 }
+
+func TestStricter(t *testing.T) {
+	modes := []CloseOnly{CopyNormally, LetClose, CloseNow}
+	for i, a := range modes {
+		for j, b := range modes {
+			if got, want := Stricter(a, b), modes[max(i, j)]; got != want {
+				t.Errorf("Stricter(%q, %q) = %q, want %q", a, b, got, want)
+			}
+		}
+		if got := Stricter(a, "sometime"); got != CloseNow {
+			t.Errorf("Stricter(%q, unknown) = %q, want close_now", a, got)
+		}
+	}
+}

@@ -362,6 +362,9 @@ func (s *Server) createAccount(ctx context.Context, r *http.Request, in *account
 	if in.Server != nil {
 		a.Server = *in.Server
 	}
+	if in.CloseOnly != nil {
+		a.CloseOnly = *in.CloseOnly
+	}
 	if err := store.CreateAccount(ctx, s.opts.Pool, a); err != nil {
 		if fe, ok := accountConflict(err, a.ID); ok {
 			return 0, http.StatusConflict, fe
@@ -381,6 +384,12 @@ func (s *Server) updateAccount(ctx context.Context, r *http.Request, id int64, i
 	if fe.any() {
 		return http.StatusUnprocessableEntity, fe
 	}
+	if in.CloseOnly != nil && *in.CloseOnly != "" && in.Role == nil {
+		if cur, err := store.GetAccountRow(ctx, s.opts.Pool, id); err == nil && cur.Role == store.RoleMaster {
+			fe.add("close_only", "applies to followers only")
+			return http.StatusUnprocessableEntity, fe
+		}
+	}
 	sealed, err := s.sealPassword(in)
 	if err != nil {
 		s.log.Error().Err(err).Msg("console: sealing a password failed")
@@ -388,7 +397,7 @@ func (s *Server) updateAccount(ctx context.Context, r *http.Request, id int64, i
 		return http.StatusInternalServerError, fe
 	}
 	u := store.AccountUpdate{ID: id, Platform: in.Platform, Enabled: in.Enabled, Login: in.Login, Server: in.Server,
-		SetCredentials: in.ClearPassword || len(sealed) > 0, Credentials: sealed}
+		SetCredentials: in.ClearPassword || len(sealed) > 0, Credentials: sealed, CloseOnly: in.CloseOnly}
 	if in.Role != nil {
 		role := store.Role(*in.Role)
 		u.Role = &role
@@ -493,6 +502,7 @@ type accountForm struct {
 	Enabled        bool
 	HasCredentials bool
 	CanSeal        bool
+	CloseOnly      string
 	Errors         map[string]string
 	Platforms      []string
 }
@@ -527,7 +537,8 @@ func formStr(r *http.Request, field string) *string {
 
 // accountFromForm reads the account form. The password is taken only when typed.
 func accountFromForm(r *http.Request, fe *fieldErrs, create bool) *accountInput {
-	in := &accountInput{Role: formStr(r, "role"), Platform: formStr(r, "platform"), Login: formStr(r, "login"), Server: formStr(r, "server")}
+	in := &accountInput{Role: formStr(r, "role"), Platform: formStr(r, "platform"), Login: formStr(r, "login"), Server: formStr(r, "server"),
+		CloseOnly: formStr(r, "close_only")}
 	on := r.PostFormValue("enabled") == "on" || r.PostFormValue("enabled") == "true"
 	in.Enabled = &on
 	if create {
@@ -543,7 +554,7 @@ func accountFromForm(r *http.Request, fe *fieldErrs, create bool) *accountInput 
 // accountFormBack re-renders an account form after an error; it never echoes the password.
 func (s *Server) accountFormBack(ctx context.Context, w http.ResponseWriter, r *http.Request, status int, in *accountInput, fe fieldErrs, create bool, hasCreds bool, id int64) {
 	f := accountForm{Create: create, Role: deref(in.Role), Platform: deref(in.Platform), Login: deref(in.Login), Server: deref(in.Server),
-		Enabled: in.Enabled != nil && *in.Enabled, HasCredentials: hasCreds, CanSeal: s.opts.Sealer != nil, Errors: fe.m}
+		Enabled: in.Enabled != nil && *in.Enabled, HasCredentials: hasCreds, CanSeal: s.opts.Sealer != nil, CloseOnly: deref(in.CloseOnly), Errors: fe.m}
 	if create {
 		f.ID = strings.TrimSpace(r.PostFormValue("id"))
 	} else {
@@ -599,7 +610,7 @@ func (s *Server) accountEditPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := accountForm{ID: strconv.FormatInt(id, 10), Role: string(a.Role), Platform: a.Platform, Login: a.Login, Server: a.Server,
-		Enabled: a.Enabled, HasCredentials: a.HasCredentials, CanSeal: s.opts.Sealer != nil}
+		Enabled: a.Enabled, HasCredentials: a.HasCredentials, CanSeal: s.opts.Sealer != nil, CloseOnly: a.CloseOnly}
 	f.Platforms, _ = store.AccountPlatforms(ctx, s.opts.Pool)
 	s.renderPage(w, r, http.StatusOK, "account_form", "Edit account "+f.ID, "accounts", f)
 }

@@ -19,6 +19,7 @@ type accountJSON struct {
 	Server         string  `json:"server"`
 	Enabled        bool    `json:"enabled"`
 	HasCredentials bool    `json:"has_credentials"`
+	CloseOnly      string  `json:"close_only"`
 	Owner          *string `json:"owner"`
 	Epoch          int64   `json:"epoch"`
 	Status         string  `json:"status"`

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/reconcile/protect"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -90,6 +91,8 @@ type accountInput struct {
 	Password *string `json:"password"`
 	// ClearPassword removes the stored password.
 	ClearPassword bool `json:"clear_password"`
+	// CloseOnly is a follower's own close-only mode: "", "let_close" or "close_now".
+	CloseOnly *string `json:"close_only"`
 }
 
 // checkText validates a free-text field and returns it trimmed.
@@ -149,6 +152,17 @@ func (s *Server) validateAccount(in *accountInput, create bool, pathID int64) fi
 		fe.add("login", "required")
 	}
 	checkText(&fe, "server", in.Server, false, maxServer)
+	if c := in.CloseOnly; c != nil {
+		switch protect.CloseOnly(*c) {
+		case protect.CopyNormally, protect.LetClose, protect.CloseNow:
+			if *c != "" && in.Role != nil && *in.Role == string(store.RoleMaster) {
+				fe.add("close_only", "applies to followers only")
+			}
+		default:
+			fe.add("close_only", fmt.Sprintf("must be %q (copy normally), %q (copy nothing new) or %q (copy nothing new and close the copies)",
+				protect.CopyNormally, protect.LetClose, protect.CloseNow))
+		}
+	}
 	if in.Password != nil {
 		pw := *in.Password
 		switch {
