@@ -36,6 +36,11 @@ type Config struct {
 	ReconcileRate        float64       // reconciles started per second (default 200)
 	OrderTimeout         time.Duration // per broker call (default 10 s)
 	FlushEvery           time.Duration // StatusWriter batch period (default 1 s)
+	// NoListen turns the release notifications off (a pooler in transaction mode cannot
+	// deliver them): released accounts are then claimed at the interval's pace. By
+	// default the node LISTENs on a connection of its own and claims soon after another
+	// node releases accounts of its platform.
+	NoListen bool
 }
 
 // Deps are what a node talks to. Pool and Broker are required.
@@ -144,6 +149,10 @@ type Node struct {
 	subs     map[chan NodeEvent]struct{}
 	stopOnce sync.Once
 	stopErr  error
+	// The release listener: its own connection, ended by Stop and Halt.
+	listening  atomic.Bool
+	stopListen context.CancelFunc
+	listenDone chan struct{}
 }
 
 // NodeEvent is a live update for consoles.
@@ -187,6 +196,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 		Clock: deps.Clock, NodeGate: n.nodeGate, Supervisor: e.supervisor, Flusher: e.writer, Logger: log,
 		OnCycle: n.onCycle,
 	})))
+	n.listen(cmp.Or(deps.LeasePool, deps.Pool))
 	if cfg.Capacity == 0 {
 		log.Warn().Msg("capacity 0: this node claims no accounts")
 	}
@@ -195,9 +205,63 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	return n, nil
 }
 
+// listen wakes the keeper whenever another node releases accounts of this platform, and
+// whenever the listener (re)connects, since notifications sent while it was away are lost.
+// It holds a connection of its own, outside every pool, for as long as the node runs.
+func (n *Node) listen(pool *pgxpool.Pool) {
+	n.listenDone = make(chan struct{})
+	if n.e.cfg.NoListen {
+		close(n.listenDone)
+		n.stopListen = func() {}
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.stopListen = cancel
+	cfg := pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = "copier-listen"
+	wake := func() { n.system.Root.Send(n.keeper, leasekeeper.Wake{}) }
+	reconnect := false
+	go func() {
+		defer close(n.listenDone)
+		store.ListenReleases(ctx, cfg, store.ListenOptions{
+			OnRelease: func(r store.Released) {
+				if r.Platform == n.e.cfg.Platform && r.Node != n.e.cfg.NodeID {
+					n.e.metrics.Wakes.Add(1)
+					wake()
+				}
+			},
+			OnState: func(up bool) {
+				n.listening.Store(up)
+				if up && reconnect {
+					wake() // releases sent while it was away were lost
+				} else if up {
+					reconnect = true // the first cycle at start claims what is free
+				} else {
+					n.e.log.Warn().Msg("release listener lost its connection; reconnecting (claims follow the interval meanwhile)")
+				}
+			},
+		})
+	}()
+}
+
+// Listening reports whether the node receives release notifications now.
+func (n *Node) Listening() bool { return n.listening.Load() }
+
+func (n *Node) endListen() {
+	n.stopListen()
+	<-n.listenDone
+	n.listening.Store(false)
+}
+
 func (n *Node) onCycle(r leasekeeper.CycleReport) {
 	m := n.e.metrics
 	m.Cycles.Add(1)
+	switch r.Trigger {
+	case leasekeeper.TriggerWake:
+		m.CyclesWoken.Add(1)
+	case leasekeeper.TriggerLeaseEnd:
+		m.CyclesAtLeaseEnd.Add(1)
+	}
 	m.cycle.observe(r.Duration)
 	if r.Err != nil {
 		m.CycleFailures.Add(1)
@@ -220,7 +284,7 @@ func (n *Node) onCycle(r leasekeeper.CycleReport) {
 	}
 	n.subsMu.Unlock()
 	if n.e.observe != nil {
-		n.e.observe(Signal{Kind: SignalCycle, Node: n.e.cfg.NodeID, Err: r.Err, Claimed: r.Claimed, Owned: r.Owned})
+		n.e.observe(Signal{Kind: SignalCycle, Node: n.e.cfg.NodeID, Err: r.Err, Claimed: r.Claimed, Owned: r.Owned, Trigger: r.Trigger})
 	}
 }
 
@@ -281,6 +345,7 @@ func (n *Node) SetDraining(draining bool) {
 // claim at once, and the actor system ends. Safe to call more than once.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
+		n.endListen()
 		// One budget for the whole shutdown: the keeper splits it so the release always runs.
 		deadline := time.Now().Add(leasekeeper.DefaultShutdownTimeout)
 		if dl, ok := ctx.Deadline(); ok {
@@ -308,6 +373,7 @@ func (n *Node) Stop(ctx context.Context) error {
 func (n *Node) Halt() {
 	n.stopOnce.Do(func() {
 		n.e.halted.Store(true)
+		defer n.endListen()
 		root := n.system.Root
 		// Every gate closes for good before Halt returns; a cycle in flight cannot reopen
 		// one. Then no more cycles: no renewal, no release.

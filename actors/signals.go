@@ -1,5 +1,7 @@
 package actors
 
+import "github.com/snapcopier/copier/leasekeeper"
+
 // SignalKind names one step of an AccountActor that Deps.Observe reports.
 type SignalKind int8
 
@@ -43,15 +45,16 @@ type Signal struct {
 	Node          string
 	Account       int64
 	Epoch         int64
-	ConfigVersion int64  // SignalLoaded
-	Links         int    // SignalLoaded: enabled links with valid settings
-	Master        int64  // SignalFeedAttached
-	Restarted     bool   // SignalFeedAttached
-	Cause         string // SignalReconcileStarted, SignalReconcileDone
-	Err           error  // SignalReconcileDone, SignalCycle
-	Idle          bool   // SignalReconcileDone
-	Claimed       int    // SignalCycle
-	Owned         int    // SignalCycle
+	ConfigVersion int64               // SignalLoaded
+	Links         int                 // SignalLoaded: enabled links with valid settings
+	Master        int64               // SignalFeedAttached
+	Restarted     bool                // SignalFeedAttached
+	Cause         string              // SignalReconcileStarted, SignalReconcileDone
+	Err           error               // SignalReconcileDone, SignalCycle
+	Idle          bool                // SignalReconcileDone
+	Claimed       int                 // SignalCycle
+	Owned         int                 // SignalCycle
+	Trigger       leasekeeper.Trigger // SignalCycle: why the cycle ran
 }
 
 // signal reports s to the observer, if there is one.

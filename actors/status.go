@@ -155,6 +155,9 @@ type Metrics struct {
 	Renewals              atomic.Int64
 	Releases              atomic.Int64
 	Lost                  atomic.Int64
+	Wakes                 atomic.Int64 // release notifications from other nodes of the platform
+	CyclesWoken           atomic.Int64 // cycles run for a release notification
+	CyclesAtLeaseEnd      atomic.Int64 // cycles run when the earliest foreign lease ended
 	latency               latencyHistogram
 	cycle                 latencyHistogram
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -34,15 +35,26 @@ type KeeperConfig struct {
 	Cycle func(ctx context.Context, req store.CycleRequest) (store.CycleResult, error)
 	// Release gives back every held lease at shutdown; default store.ReleaseAll on Pool.
 	Release func(ctx context.Context, node string, held []store.Held) (int64, error)
+	// WakeJitter bounds the random delay between a Wake and its claim (default 100 ms), so
+	// that the nodes woken by one release do not all claim at the same instant.
+	WakeJitter time.Duration
 }
+
+// DefaultWakeJitter is KeeperConfig.WakeJitter's default.
+const DefaultWakeJitter = 100 * time.Millisecond
+
+// leaseEndMargin is added to a foreign lease's end before the claim that follows it: the
+// claim's transaction must begin after the lease ended by the database's clock.
+const leaseEndMargin = 20 * time.Millisecond
 
 // ErrHalted is the error of a cycle that ended after Halt: its result was ignored.
 var ErrHalted = errors.New("leasekeeper: node halted; cycle result ignored")
 
 // tick starts a cycle; cycleDone carries its result back into the actor.
-type tick struct{}
+type tick struct{ trigger Trigger }
 
 type cycleDone struct {
+	trigger Trigger
 	started time.Time
 	elapsed time.Duration
 	res     store.CycleResult
@@ -71,12 +83,21 @@ type Keeper struct {
 	shutdownBy  time.Time    // the shutdown's one budget ends here
 	shutdown    []*actor.PID // futures waiting for ShutdownDone
 	stopTick    chan struct{}
+	// Claims outside the interval: a wake (coalesced: one timer at a time), the end of the
+	// earliest foreign lease (one timer, replaced by every cycle), and one cycle queued
+	// while another ran.
+	wakeTimer     *time.Timer
+	leaseEndTimer *time.Timer
+	queued        *Trigger
 }
 
 // NewKeeper returns the actor's producer.
 func NewKeeper(cfg KeeperConfig) actor.Producer {
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
+	}
+	if cfg.WakeJitter <= 0 {
+		cfg.WakeJitter = DefaultWakeJitter
 	}
 	if cfg.Cycle == nil {
 		pool := cfg.Pool
@@ -106,7 +127,12 @@ func (k *Keeper) Receive(ctx actor.Context) {
 			k.cancelCycle()
 		}
 	case tick:
-		k.startCycle(ctx)
+		if m.trigger == TriggerWake {
+			k.wakeTimer = nil
+		}
+		k.startCycle(ctx, m.trigger)
+	case Wake:
+		k.wake(ctx)
 	case cycleDone:
 		k.finishCycle(ctx, m)
 	case SetDraining:
@@ -182,11 +208,57 @@ func (k *Keeper) stopTicker() {
 		close(k.stopTick)
 		k.stopTick = nil
 	}
+	for _, t := range []**time.Timer{&k.wakeTimer, &k.leaseEndTimer} {
+		if *t != nil {
+			(*t).Stop()
+			*t = nil
+		}
+	}
+	k.queued = nil
 }
 
-func (k *Keeper) startCycle(ctx actor.Context) {
-	if k.inFlight || k.stopping || k.halted {
-		return // a slow cycle is still running: never two at once
+// wake schedules one claim after a random jitter, unless one is already scheduled: a burst
+// of notifications costs one cycle.
+func (k *Keeper) wake(ctx actor.Context) {
+	if k.wakeTimer != nil || k.stopping || k.halted || k.draining {
+		return
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	k.wakeTimer = time.AfterFunc(rand.N(k.cfg.WakeJitter), func() { root.Send(self, tick{trigger: TriggerWake}) })
+}
+
+// scheduleLeaseEnd sets the claim for the moment the earliest foreign lease ends: the
+// database measured wait from a moment before the cycle's result arrived (done, on this
+// node's clock), so done + wait is never before the lease's end.
+func (k *Keeper) scheduleLeaseEnd(ctx actor.Context, done time.Time, wait time.Duration) {
+	if k.leaseEndTimer != nil {
+		k.leaseEndTimer.Stop()
+		k.leaseEndTimer = nil
+	}
+	if wait <= 0 || k.draining {
+		return
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	k.leaseEndTimer = time.AfterFunc(leaseEndDelay(k.cfg.Clock, done, wait), func() { root.Send(self, tick{trigger: TriggerLeaseEnd}) })
+}
+
+// leaseEndDelay is how long from now until wait after done, plus the margin.
+func leaseEndDelay(clock Clock, done time.Time, wait time.Duration) time.Duration {
+	return max(wait+leaseEndMargin-clock.Since(done), 0)
+}
+
+func (k *Keeper) startCycle(ctx actor.Context, trigger Trigger) {
+	if k.stopping || k.halted {
+		return
+	}
+	if k.inFlight {
+		// Never two at once. A periodic tick is dropped (the next one comes soon); a claim
+		// for a wake or a lease end runs right after the cycle in flight, which may have
+		// started before the release it answers.
+		if trigger != TriggerInterval {
+			k.queued = &trigger
+		}
+		return
 	}
 	k.inFlight = true
 	req := store.CycleRequest{
@@ -194,6 +266,7 @@ func (k *Keeper) startCycle(ctx actor.Context) {
 		Held: append([]store.Held(nil), k.held...), Capacity: k.cfg.Capacity, NoClaim: k.draining,
 	}
 	self, root, cycle, clock := ctx.Self(), ctx.ActorSystem().Root, k.cfg.Cycle, k.cfg.Clock
+	k.queued = nil
 	// The cycle has its own deadline, shorter than the trust it grants (DESIGN §4).
 	cctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timing.CycleDeadline())
 	k.cancelCycle = cancel
@@ -204,14 +277,14 @@ func (k *Keeper) startCycle(ctx actor.Context) {
 	go func() {
 		res, err := cycle(cctx, req)
 		cancel()
-		root.Send(self, cycleDone{started: started, elapsed: clock.Since(started), res: res, err: err})
+		root.Send(self, cycleDone{trigger: trigger, started: started, elapsed: clock.Since(started), res: res, err: err})
 	}()
 }
 
 func (k *Keeper) finishCycle(ctx actor.Context, m cycleDone) {
 	k.inFlight = false
 	k.cancelCycle = nil
-	report := CycleReport{Started: m.started, Duration: m.elapsed, Err: m.err}
+	report := CycleReport{Trigger: m.trigger, Started: m.started, Duration: m.elapsed, Err: m.err}
 	if k.halted {
 		// A halted node acts as a crashed one: nothing from a late cycle.
 		if k.cfg.OnCycle != nil {
@@ -238,6 +311,13 @@ func (k *Keeper) finishCycle(ctx actor.Context, m cycleDone) {
 	}
 	if k.stopping {
 		k.stopAccounts(ctx)
+		return
+	}
+	if m.err == nil {
+		k.scheduleLeaseEnd(ctx, m.started.Add(m.elapsed), m.res.NextForeignExpiry)
+	}
+	if q := k.queued; q != nil {
+		k.startCycle(ctx, *q)
 	}
 }
 

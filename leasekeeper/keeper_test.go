@@ -417,3 +417,39 @@ func calledFrom(name string) bool {
 		}
 	}
 }
+
+// TestKeeperWakeRunsAClaim: a Wake (a release notification) runs a cycle long before the
+// interval (an hour here), reported as woken.
+func TestKeeperWakeRunsAClaim(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	h.cycle(cycleAnswer{res: owns()})
+	for range 3 {
+		h.sys.Root.Send(h.keeper, Wake{})
+	}
+	if _, rep := h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 1, Claimed: true})}); rep.Trigger != TriggerWake {
+		t.Fatalf("cycle after a wake reported trigger %v", rep.Trigger)
+	}
+}
+
+// TestKeeperClaimsWhenTheEarliestForeignLeaseEnds: a cycle that reports the end of another
+// node's lease gets a claim scheduled for that moment, long before the interval.
+func TestKeeperClaimsWhenTheEarliestForeignLeaseEnds(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	h.cycle(cycleAnswer{res: store.CycleResult{NextForeignExpiry: 50 * time.Millisecond}})
+	if _, rep := h.cycle(cycleAnswer{res: owns()}); rep.Trigger != TriggerLeaseEnd {
+		t.Fatalf("cycle after a foreign lease ended reported trigger %v", rep.Trigger)
+	}
+}
+
+// TestKeeperLeaseEndWaitCountsFromTheResult: the database measured the wait from a moment
+// before the result arrived; counting it from the cycle's start would claim too early.
+func TestKeeperLeaseEndWaitCountsFromTheResult(t *testing.T) {
+	clk := newFakeClock()
+	started := clk.Now()
+	clk.Advance(2 * time.Second) // the cycle took 2 s: its result arrived now
+	done := clk.Now()
+	clk.Advance(100 * time.Millisecond) // handled a little later
+	if got, want := leaseEndDelay(clk, done, 10*time.Second), 10*time.Second+leaseEndMargin-100*time.Millisecond; got != want {
+		t.Fatalf("delay %v, want %v (from the result, not from %v)", got, want, started)
+	}
+}

@@ -47,8 +47,34 @@ type ShutdownDone struct {
 // still renewed.
 type SetDraining struct{ Draining bool }
 
+// Wake asks for a claim soon (a release notification arrived, or the listener came back
+// and may have missed some). Wakes are coalesced: one claim, after a short jitter, answers
+// every wake that arrived before it started.
+type Wake struct{}
+
+// Trigger is why a cycle ran.
+type Trigger int8
+
+// Triggers.
+const (
+	TriggerInterval Trigger = iota // the periodic cycle (the first one included)
+	TriggerWake                    // a release notification
+	TriggerLeaseEnd                // the earliest foreign lease of the platform ended
+)
+
+func (t Trigger) String() string {
+	switch t {
+	case TriggerWake:
+		return "wake"
+	case TriggerLeaseEnd:
+		return "lease-end"
+	}
+	return "interval"
+}
+
 // CycleReport describes one finished cycle, for metrics and the console.
 type CycleReport struct {
+	Trigger  Trigger
 	Started  time.Time
 	Duration time.Duration
 	Err      error

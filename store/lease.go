@@ -49,6 +49,12 @@ type CycleResult struct {
 	Released []int64 // switched-off accounts released in this cycle
 	Renewed  int
 	Claimed  int
+	// NextForeignExpiry is how long after the cycle's end (at the latest) the earliest live
+	// lease of another process on this platform ends, by the database's clock; zero when
+	// there is none, or when this process has no room to claim it. A node schedules a
+	// claim for that moment, so a crashed node's accounts move one lease after its last
+	// renewal instead of at the next interval after that.
+	NextForeignExpiry time.Duration
 }
 
 // ErrBadCycle reports an invalid CycleRequest.
@@ -71,8 +77,11 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 	ids, epochs := splitHeld(req.Held)
 	var res CycleResult
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		renewed, released, err := renewOrRelease(ctx, tx, req, ids, epochs)
+		renewed, released, platforms, err := renewOrRelease(ctx, tx, req, ids, epochs)
 		if err != nil {
+			return err
+		}
+		if err := notifyReleased(ctx, tx, req.Node, platforms); err != nil {
 			return err
 		}
 		free := req.Capacity - len(renewed)
@@ -84,7 +93,10 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 		}
 		res = CycleResult{Released: released, Renewed: len(renewed), Claimed: len(claimed)}
 		res.Owned = mergeOwned(renewed, claimed)
-		return nil
+		if len(res.Owned) < req.Capacity && !req.NoClaim {
+			res.NextForeignExpiry, err = nextForeignExpiry(ctx, tx, req.Platform, req.Node)
+		}
+		return err
 	})
 	if err != nil {
 		return CycleResult{}, fmt.Errorf("store: lease cycle: %w", err)
@@ -109,9 +121,9 @@ func splitHeld(held []Held) (ids, epochs []int64) {
 // gives each statement its own snapshot: a release and a renewal in two statements dropped
 // an account switched off between them, neither renewed nor released, its row still naming
 // this process. The row lock makes the switch wait for, or go before, the whole decision.
-func renewOrRelease(ctx context.Context, tx pgx.Tx, req CycleRequest, ids, epochs []int64) (renewed []Owned, released []int64, err error) {
+func renewOrRelease(ctx context.Context, tx pgx.Tx, req CycleRequest, ids, epochs []int64) (renewed []Owned, released []int64, platforms []string, err error) {
 	if len(ids) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	rows, err := tx.Query(ctx, `
 		WITH locked AS (
@@ -125,25 +137,49 @@ func renewOrRelease(ctx context.Context, tx pgx.Tx, req CycleRequest, ids, epoch
 		SET node_id = CASE WHEN l.keep THEN t.node_id END,
 		    lease_until = CASE WHEN l.keep THEN now() + make_interval(secs => $4) END
 		FROM locked l WHERE t.id = l.id
-		RETURNING t.id, t.lease_epoch, t.config_version, l.keep`, req.Node, ids, epochs, req.Lease.Seconds(), req.Platform)
+		RETURNING t.id, t.lease_epoch, t.config_version, l.keep, t.platform`, req.Node, ids, epochs, req.Lease.Seconds(), req.Platform)
 	if err != nil {
-		return nil, nil, fmt.Errorf("renew: %w", err)
+		return nil, nil, nil, fmt.Errorf("renew: %w", err)
 	}
 	var o Owned
 	var keep bool
-	_, err = pgx.ForEachRow(rows, []any{&o.ID, &o.Epoch, &o.ConfigVersion, &keep}, func() error {
+	var platform string
+	_, err = pgx.ForEachRow(rows, []any{&o.ID, &o.Epoch, &o.ConfigVersion, &keep, &platform}, func() error {
 		if keep {
 			renewed = append(renewed, o)
 		} else {
 			released = append(released, o.ID)
+			platforms = append(platforms, platform)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("renew: %w", err)
+		return nil, nil, nil, fmt.Errorf("renew: %w", err)
 	}
 	slices.Sort(released)
-	return renewed, released, nil
+	return renewed, released, platforms, nil
+}
+
+// nextForeignExpiry is how long until the earliest live lease of another node on the
+// platform ends, measured from clock_timestamp(): that moment comes before the cycle's
+// result reaches the node, so a claim scheduled this long after the result arrives never
+// runs before the lease has ended. (Another process sharing this node id is not watched:
+// its accounts move at the interval's pace.) A lease that ended while the cycle ran gives
+// the shortest wait, not none.
+func nextForeignExpiry(ctx context.Context, tx pgx.Tx, platform, node string) (time.Duration, error) {
+	var secs *float64
+	err := tx.QueryRow(ctx, `
+		SELECT extract(epoch FROM min(lease_until) - clock_timestamp())::float8
+		FROM trading_accounts
+		WHERE platform = $1 AND role = 'follower' AND enabled AND node_id IS NOT NULL
+		  AND node_id <> $2 AND lease_until >= now()`, platform, node).Scan(&secs)
+	if err != nil {
+		return 0, fmt.Errorf("next foreign expiry: %w", err)
+	}
+	if secs == nil {
+		return 0, nil
+	}
+	return max(time.Duration(*secs*float64(time.Second)), time.Millisecond), nil
 }
 
 // claimFollowers locks up to limit free or expired followers in a CTE (which PostgreSQL
@@ -184,16 +220,18 @@ func mergeOwned(renewed, claimed []Owned) []Owned {
 	return out
 }
 
-// ReleaseAll gives back every lease this process holds (clean shutdown): other nodes can
-// claim them in their next cycle. It returns how many rows it released. Like every other
-// multi-row statement it locks the rows in id order, so it cannot deadlock with a
-// batched fenced write still in flight.
+// ReleaseAll gives back every lease this process holds (clean shutdown, drain) and
+// notifies ReleaseChannel in the same transaction, so the other nodes claim them at once.
+// It returns how many rows it released. Like every other multi-row statement it locks
+// the rows in id order, so it cannot deadlock with a batched fenced write still in flight.
 func ReleaseAll(ctx context.Context, pool *pgxpool.Pool, node string, held []Held) (int64, error) {
 	if len(held) == 0 {
 		return 0, nil
 	}
 	ids, epochs := splitHeld(held)
-	tag, err := pool.Exec(ctx, `
+	var n int64
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
 		WITH locked AS (
 			SELECT t.id FROM trading_accounts t
 			JOIN unnest($2::bigint[], $3::bigint[]) AS s(id, epoch) ON t.id = s.id AND t.lease_epoch = s.epoch
@@ -201,9 +239,20 @@ func ReleaseAll(ctx context.Context, pool *pgxpool.Pool, node string, held []Hel
 			ORDER BY t.id
 			FOR NO KEY UPDATE OF t)
 		UPDATE trading_accounts t SET node_id = NULL, lease_until = NULL
-		FROM locked WHERE t.id = locked.id`, node, ids, epochs)
+		FROM locked WHERE t.id = locked.id
+		RETURNING t.platform`, node, ids, epochs)
+		if err != nil {
+			return err
+		}
+		platforms, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		n = int64(len(platforms))
+		return notifyReleased(ctx, tx, node, platforms)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("store: release all: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }

@@ -50,6 +50,7 @@ var gaugeHelp = []struct{ name, help, label string }{
 	{"copier_gate_open", "1 when the node's lease is trusted now (orders may be sent), else 0.", ""},
 	{"copier_trust_remaining_seconds", "Seconds until the node's trust ends unless a cycle renews it (0 when closed).", ""},
 	{"copier_last_cycle_ok", "1 when the node's last lease cycle succeeded, else 0.", ""},
+	{"copier_release_listener_up", "1 when the node receives release notifications now, else 0 (claims follow the interval).", ""},
 }
 
 func newEngineCollector(nodes func() []*actors.Node) *engineCollector {
@@ -120,6 +121,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("copier_gate_open", boolFloat(snap.GateOpen), id)
 		gauge("copier_trust_remaining_seconds", max(snap.Remaining.Seconds(), 0), id)
 		gauge("copier_last_cycle_ok", boolFloat(snap.LastCycle.Err == nil && !snap.LastCycle.Started.IsZero()), id)
+		gauge("copier_release_listener_up", boolFloat(n.Listening()), id)
 		ch <- constHistogram(c.latency, met.CopyLatency(), id)
 		ch <- constHistogram(c.cycle, met.CycleDuration(), id)
 	}

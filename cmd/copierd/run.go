@@ -58,7 +58,7 @@ type runFlags struct {
 	httpAddr, logFormat, logLevel                string
 	httpMaxConns                                 int
 	trustedProxies                               string
-	migrate                                      bool
+	migrate, noListen                            bool
 }
 
 // runRun is the run subcommand.
@@ -78,6 +78,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Minute, "reconcile every account this often to repair drift (negative: never)")
 	fs.DurationVar(&f.orderTimeout, "order-timeout", 10*time.Second, "deadline of one broker call")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
+	fs.BoolVar(&f.noListen, "no-listen", false, "do not LISTEN for other nodes' lease releases (behind a pooler in transaction mode): released accounts are then claimed at the interval's pace")
 	fs.BoolVar(&f.migrate, "migrate", true, "apply the database migrations at start (safe with many nodes); false only checks the connection")
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /readyz, /metrics and a status page on HOST:PORT (empty: off)")
 	fs.IntVar(&f.httpMaxConns, "http-max-conns", 0, "most HTTP connections open at once; more wait to be accepted (0: a quarter of the file descriptor limit, at most 256)")
@@ -158,7 +159,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := actors.Config{
 		NodeID: f.nodeID, Platform: f.platform, Capacity: f.capacity, Lease: timing,
-		ReconcileEvery: f.reconcileEvery, OrderTimeout: f.orderTimeout,
+		ReconcileEvery: f.reconcileEvery, OrderTimeout: f.orderTimeout, NoListen: f.noListen,
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageErr(err)
