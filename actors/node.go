@@ -41,6 +41,10 @@ type Config struct {
 	// default the node LISTENs on a connection of its own and claims soon after another
 	// node releases accounts of its platform.
 	NoListen bool
+	// MaxHandOffs bounds the accounts handed back per cycle when the node holds more
+	// than its fair share of its platform (0: leasekeeper.DefaultMaxHandOffs; negative:
+	// never hand off, keep what it holds).
+	MaxHandOffs int
 }
 
 // Deps are what a node talks to. Pool and Broker are required.
@@ -194,7 +198,8 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	n.keeper = root.Spawn(actor.PropsFromProducer(leasekeeper.NewKeeper(leasekeeper.KeeperConfig{
 		Node: cfg.NodeID, Platform: cfg.Platform, Capacity: cfg.Capacity, Timing: cfg.Lease, Pool: cmp.Or(deps.LeasePool, deps.Pool),
 		Clock: deps.Clock, NodeGate: n.nodeGate, Supervisor: e.supervisor, Flusher: e.writer, Logger: log,
-		OnCycle: n.onCycle,
+		OnCycle: n.onCycle, MaxHandOffs: cfg.MaxHandOffs,
+		OnHandOff: func(k int) { e.metrics.HandOffs.Add(int64(k)) },
 	})))
 	n.listen(cmp.Or(deps.LeasePool, deps.Pool))
 	if cfg.Capacity == 0 {

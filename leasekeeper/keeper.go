@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,8 @@ type KeeperConfig struct {
 	Logger  zerolog.Logger
 	// OnCycle, when set, is called from the actor after every cycle (keep it cheap).
 	OnCycle func(CycleReport)
+	// OnHandOff, when set, is called from the actor with the leases a hand-off released.
+	OnHandOff func(released int)
 	// Cycle runs one lease cycle; default store.LeaseCycle on Pool. Tests inject a fake.
 	Cycle func(ctx context.Context, req store.CycleRequest) (store.CycleResult, error)
 	// Release gives back every held lease at shutdown; default store.ReleaseAll on Pool.
@@ -38,7 +41,22 @@ type KeeperConfig struct {
 	// WakeJitter bounds the random delay between a Wake and its claim (default 100 ms), so
 	// that the nodes woken by one release do not all claim at the same instant.
 	WakeJitter time.Duration
+	// MaxHandOffs bounds the accounts handed back per cycle when the node holds more than
+	// its fair share (default 500; negative: never hand off).
+	MaxHandOffs int
+	// HandOffTimeout bounds the stop of the accounts handed off (default 15 s): if they
+	// have not all stopped by then nothing is released (their gates stay fenced, so their
+	// leases run out and move as a crashed node's would).
+	HandOffTimeout time.Duration
+	// HandOff releases handed-off leases; default store.HandOff on Pool.
+	HandOff func(ctx context.Context, node string, held []store.Held) (int64, error)
 }
+
+// Hand-off defaults.
+const (
+	DefaultMaxHandOffs    = 500
+	DefaultHandOffTimeout = 15 * time.Second
+)
 
 // DefaultWakeJitter is KeeperConfig.WakeJitter's default.
 const DefaultWakeJitter = 100 * time.Millisecond
@@ -66,6 +84,13 @@ type released struct {
 	err error
 }
 
+// handedOff carries the end of a hand-off's release back into the actor.
+type handedOff struct {
+	held []store.Held
+	n    int64
+	err  error
+}
+
 // Keeper is the LeaseKeeper actor. It runs one lease cycle per interval, off its own
 // mailbox (the query runs in a goroutine and its result comes back as a message), confirms
 // the gates, and tells the Supervisor what it owns.
@@ -89,6 +114,9 @@ type Keeper struct {
 	wakeTimer     *time.Timer
 	leaseEndTimer *time.Timer
 	queued        *Trigger
+	// handingOff: accounts being handed back (their gates fenced, their actors stopping):
+	// renewed until released, never confirmed or reported as owned again.
+	handingOff map[int64]bool
 }
 
 // NewKeeper returns the actor's producer.
@@ -98,6 +126,18 @@ func NewKeeper(cfg KeeperConfig) actor.Producer {
 	}
 	if cfg.WakeJitter <= 0 {
 		cfg.WakeJitter = DefaultWakeJitter
+	}
+	if cfg.MaxHandOffs == 0 {
+		cfg.MaxHandOffs = DefaultMaxHandOffs
+	}
+	if cfg.HandOffTimeout <= 0 {
+		cfg.HandOffTimeout = DefaultHandOffTimeout
+	}
+	if cfg.HandOff == nil {
+		pool := cfg.Pool
+		cfg.HandOff = func(ctx context.Context, node string, held []store.Held) (int64, error) {
+			return store.HandOff(ctx, pool, node, held)
+		}
 	}
 	if cfg.Cycle == nil {
 		pool := cfg.Pool
@@ -112,7 +152,7 @@ func NewKeeper(cfg KeeperConfig) actor.Producer {
 		}
 	}
 	return func() actor.Actor {
-		return &Keeper{cfg: cfg, gates: map[int64]*Gate{}, epochs: map[int64]int64{}}
+		return &Keeper{cfg: cfg, gates: map[int64]*Gate{}, epochs: map[int64]int64{}, handingOff: map[int64]bool{}}
 	}
 }
 
@@ -159,6 +199,8 @@ func (k *Keeper) Receive(ctx actor.Context) {
 				k.stopAccounts(ctx)
 			}
 		}
+	case handedOff:
+		k.finishHandOff(m)
 	case released:
 		for _, pid := range k.shutdown {
 			if pid != nil {
@@ -264,6 +306,7 @@ func (k *Keeper) startCycle(ctx actor.Context, trigger Trigger) {
 	req := store.CycleRequest{
 		Node: k.cfg.Node, Platform: k.cfg.Platform, Lease: k.cfg.Timing.Lease,
 		Held: append([]store.Held(nil), k.held...), Capacity: k.cfg.Capacity, NoClaim: k.draining,
+		Share: func(v store.ClusterView) int { return FairShare(v, k.cfg.Node) },
 	}
 	self, root, cycle, clock := ctx.Self(), ctx.ActorSystem().Root, k.cfg.Cycle, k.cfg.Clock
 	k.queued = nil
@@ -305,6 +348,9 @@ func (k *Keeper) finishCycle(ctx actor.Context, m cycleDone) {
 		}
 	default:
 		report = k.apply(ctx, m, report)
+		if len(m.res.View.Nodes) > 0 { // a cycle that saw its platform (fakes in tests may not)
+			report.HandingOff = k.startHandOff(ctx, m.res.Share)
+		}
 	}
 	if k.cfg.OnCycle != nil {
 		k.cfg.OnCycle(report)
@@ -342,6 +388,11 @@ func (k *Keeper) apply(ctx actor.Context, m cycleDone, report CycleReport) Cycle
 	}
 	k.held = k.held[:0]
 	for _, o := range m.res.Owned {
+		if k.handingOff[o.ID] {
+			// Renewed until its release commits, but never confirmed or owned again.
+			k.held = append(k.held, store.Held{ID: o.ID, Epoch: o.Epoch})
+			continue
+		}
 		g := k.gates[o.ID]
 		if g == nil {
 			g = NewEpochGate(k.cfg.Clock, o.Epoch)
@@ -358,6 +409,7 @@ func (k *Keeper) apply(ctx actor.Context, m cycleDone, report CycleReport) Cycle
 	report.Lost -= len(m.res.Released) // released on purpose, not lost
 	k.cfg.NodeGate.Confirm(lease)
 	report.Owned, report.Claimed, report.Renewed, report.Released = len(owned), m.res.Claimed, m.res.Renewed, len(m.res.Released)
+	report.Share, report.LiveNodes = m.res.Share, len(m.res.View.Nodes)
 	if m.res.Claimed > 0 || report.Lost > 0 || len(m.res.Released) > 0 {
 		k.cfg.Logger.Info().Str("node", k.cfg.Node).Int("owned", len(owned)).Int("claimed", m.res.Claimed).
 			Int("released", len(m.res.Released)).Int("lost", report.Lost).Dur("elapsed", m.elapsed).Msg("lease cycle")
@@ -409,4 +461,96 @@ func (k *Keeper) release(ctx actor.Context) {
 		}
 		root.Send(self, released{n: n, err: err})
 	}()
+}
+
+// startHandOff begins to hand back the surplus over the node's fair share (HandOffCount:
+// hysteresis, never below the share, bounded per cycle), one hand-off at a time. The
+// accounts' gates are fenced at once (no new order), their actors stop (each finishes its
+// in-flight order), their statuses are flushed, and only then are their leases released
+// by (id, epoch), which wakes the other nodes. It returns how many it began to hand off.
+func (k *Keeper) startHandOff(ctx actor.Context, share int) int {
+	if len(k.handingOff) > 0 || k.draining || k.cfg.MaxHandOffs < 0 || share <= 0 {
+		return 0
+	}
+	n := HandOffCount(len(k.held), share, k.cfg.MaxHandOffs)
+	if n == 0 {
+		return 0
+	}
+	// The newest ids go: the claim prefers followers of masters the node already follows,
+	// so the oldest are the ones most likely to share feeds.
+	handOff := append([]store.Held(nil), k.held[len(k.held)-n:]...)
+	ids := make([]int64, n)
+	for i, h := range handOff {
+		ids[i] = h.ID
+		k.handingOff[h.ID] = true
+		if g := k.gates[h.ID]; g != nil {
+			g.Fence()
+		}
+	}
+	k.cfg.Logger.Info().Str("node", k.cfg.Node).Int("accounts", n).Int("share", share).Int("held", len(k.held)).Msg("handing off accounts over the fair share")
+	f := ctx.RequestFuture(k.cfg.Supervisor, StopSome{IDs: ids}, k.cfg.HandOffTimeout)
+	ctx.ReenterAfter(f, func(_ any, err error) {
+		if k.stopping || k.halted {
+			return // the shutdown releases them, or a crash leaves them to expire
+		}
+		if err != nil {
+			// Not every actor stopped: releasing now could let a new owner send while one
+			// of ours still does. Their gates stay fenced, so their leases run out.
+			k.cfg.Logger.Warn().Err(err).Int("accounts", n).Msg("hand-off: accounts did not stop in time; their leases will expire instead")
+			for _, h := range handOff {
+				delete(k.handingOff, h.ID)
+			}
+			return
+		}
+		ff := ctx.RequestFuture(k.cfg.Flusher, Flush{}, k.cfg.HandOffTimeout)
+		ctx.ReenterAfter(ff, func(res any, err error) {
+			if f, ok := res.(Flushed); ok && f.Err != nil {
+				err = f.Err
+			}
+			if k.stopping || k.halted {
+				return
+			}
+			if err != nil {
+				// Releasing now could let the new owner read a ticket map that lacks our
+				// last copies. Their gates stay fenced, so their leases run out instead.
+				k.cfg.Logger.Warn().Err(err).Int("accounts", n).Msg("hand-off: flush failed; their leases will expire instead")
+				for _, h := range handOff {
+					delete(k.handingOff, h.ID)
+				}
+				return
+			}
+			k.releaseHandOff(ctx, handOff)
+		})
+	})
+	return n
+}
+
+func (k *Keeper) releaseHandOff(ctx actor.Context, held []store.Held) {
+	self, root, handOff, node := ctx.Self(), ctx.ActorSystem().Root, k.cfg.HandOff, k.cfg.Node
+	rctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timing.CycleDeadline())
+	go func() {
+		defer cancel()
+		n, err := handOff(rctx, node, held)
+		root.Send(self, handedOff{held: held, n: n, err: err})
+	}()
+}
+
+// finishHandOff forgets the handed-off accounts. After a failed release they are
+// forgotten too: their gates are fenced, so they are not renewed again and their leases
+// run out.
+func (k *Keeper) finishHandOff(m handedOff) {
+	gone := map[int64]bool{}
+	for _, h := range m.held {
+		gone[h.ID] = true
+		delete(k.handingOff, h.ID)
+		delete(k.gates, h.ID)
+		delete(k.epochs, h.ID)
+	}
+	k.held = slices.DeleteFunc(k.held, func(h store.Held) bool { return gone[h.ID] })
+	if m.err != nil {
+		k.cfg.Logger.Warn().Err(m.err).Int("accounts", len(m.held)).Msg("hand-off release failed; the leases will expire instead")
+	}
+	if k.cfg.OnHandOff != nil && m.err == nil {
+		k.cfg.OnHandOff(int(m.n))
+	}
 }

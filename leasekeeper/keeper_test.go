@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +50,10 @@ type keeperHarness struct {
 	releases testwait.Log[[]store.Held]
 	nodeGate *Gate
 	sup      *actor.PID
+	// steps records the hand-off's steps in the order they happened: "stop", "flush",
+	// "release"; handOffs what each hand-off released.
+	steps    testwait.Log[string]
+	handOffs testwait.Log[[]store.Held]
 
 	mu          sync.Mutex
 	stopAnswers bool // the fake supervisor answers StopAccounts
@@ -65,6 +70,9 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 			ctx.Respond(m)
 		case Owned:
 			h.owned.Add(m)
+		case StopSome:
+			h.steps.Add("stop")
+			ctx.Respond(SomeStopped{})
 		case StopAccounts:
 			h.mu.Lock()
 			ok := h.stopAnswers
@@ -76,6 +84,7 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 	}))
 	flusher := h.sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(Flush); ok && answerStop {
+			h.steps.Add("flush")
 			ctx.Respond(Flushed{})
 		}
 	}))
@@ -104,6 +113,13 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 		},
 		Release: func(_ context.Context, _ string, held []store.Held) (int64, error) {
 			h.releases.Add(held)
+			return int64(len(held)), nil
+		},
+		MaxHandOffs: 3,
+		OnHandOff:   func(int) { h.steps.Add("done") },
+		HandOff: func(_ context.Context, _ string, held []store.Held) (int64, error) {
+			h.steps.Add("release")
+			h.handOffs.Add(held)
 			return int64(len(held)), nil
 		},
 	})))
@@ -451,5 +467,54 @@ func TestKeeperLeaseEndWaitCountsFromTheResult(t *testing.T) {
 	clk.Advance(100 * time.Millisecond) // handled a little later
 	if got, want := leaseEndDelay(clk, done, 10*time.Second), 10*time.Second+leaseEndMargin-100*time.Millisecond; got != want {
 		t.Fatalf("delay %v, want %v (from the result, not from %v)", got, want, started)
+	}
+}
+
+// view is a cycle's result that saw its platform: share is the node's fair share.
+func view(share int, accs ...store.Owned) store.CycleResult {
+	res := owns(accs...)
+	res.Share = share
+	res.View = store.ClusterView{Followers: 2 * share, Nodes: []store.NodeLoad{{ID: "m", Capacity: 10}, {ID: "n", Capacity: 10}}}
+	return res
+}
+
+// TestKeeperHandOffStopsFlushesThenReleasesByEpoch: a node above its share plus slack
+// fences the surplus at once, stops its actors, flushes, and only then releases them by
+// (id, epoch); at most MaxHandOffs per cycle, never below the share; the handed-off
+// accounts are renewed until released but never handed to the supervisor again.
+func TestKeeperHandOffStopsFlushesThenReleasesByEpoch(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	var accs []store.Owned
+	for id := int64(1); id <= 8; id++ {
+		accs = append(accs, store.Owned{ID: id, Epoch: 10 + id})
+	}
+	_, rep := h.cycle(cycleAnswer{res: view(4, accs...)}) // share 4, slack 1: 4 to hand off, bounded to 3
+	if rep.HandingOff != 3 {
+		t.Fatalf("handing off %d, want 3 (the bound)", rep.HandingOff)
+	}
+	gates := h.lastOwned().Accounts
+	h.steps.Await(t, "hand-off done", 0, 30*time.Second, func(s []string) (bool, string) {
+		return slices.Contains(s, "done"), strings.Join(s, " ")
+	})
+	if got := strings.Join(h.steps.Since(0), " "); got != "stop flush release done" {
+		t.Fatalf("hand-off steps %q, want stop flush release done", got)
+	}
+	got := h.handOffs.Since(0)[0]
+	if len(got) != 3 {
+		t.Fatalf("released %v, want 3 accounts", got)
+	}
+	for _, r := range got {
+		if r.Epoch != 10+r.ID {
+			t.Fatalf("released %v: account %d at epoch %d, it is held at %d", got, r.ID, r.Epoch, 10+r.ID)
+		}
+		if gates[r.ID].Gate.HoldsLease() {
+			t.Fatalf("account %d was released with its gate open", r.ID)
+		}
+	}
+	// The next cycle holds 5 (share 4 + slack 1): nothing more to hand off.
+	h.tick()
+	c, rep := h.cycle(cycleAnswer{res: view(4, accs[:5]...)})
+	if len(c.req.Held) != 5 || rep.HandingOff != 0 || len(h.lastOwned().Accounts) != 5 {
+		t.Fatalf("after the hand-off: held %v, handing off %d, owned %d", c.req.Held, rep.HandingOff, len(h.lastOwned().Accounts))
 	}
 }

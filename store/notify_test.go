@@ -162,3 +162,143 @@ func TestReleaseIsFencedByTheEpoch(t *testing.T) {
 		t.Fatalf("the newer claim lost %d leases to a stale release", 2-res.Renewed)
 	}
 }
+
+// TestClaimPrefersFollowersOfFollowedMasters: a node that follows master 1 through one
+// follower claims master 1's other followers before lower ids that follow master 2.
+func TestClaimPrefersFollowersOfFollowedMasters(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "master", 1, 2)
+	seedAccounts(t, db.Pool, "mt5", "follower", 10, 6)
+	for f, m := range map[int64]int64{10: 1, 11: 2, 12: 2, 13: 2, 14: 1, 15: 1} {
+		if _, err := store.CreateLink(ctxT(t), db.Pool, store.Link{MasterID: m, FollowerID: f, Enabled: true, Magic: 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := cycle(t, db.Pool, "a", nil, 1) // takes 10, a follower of master 1
+	if len(a.Owned) != 1 || a.Owned[0].ID != 10 {
+		t.Fatalf("first claim %+v, want account 10", a.Owned)
+	}
+	a = cycle(t, db.Pool, "a", heldOf(a.Owned), 3)
+	got := []int64{}
+	for _, o := range a.Owned {
+		got = append(got, o.ID)
+	}
+	if len(got) != 3 || got[1] != 14 || got[2] != 15 {
+		t.Fatalf("owned %v, want [10 14 15]: master 1's followers first", got)
+	}
+}
+
+// TestCycleRecordsLiveNodesAndShares: every cycle records its node; the view of the next
+// cycle holds every live node; a clean release forgets the node.
+func TestCycleRecordsLiveNodesAndShares(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 10)
+	half := func(v store.ClusterView) int { return (v.Followers + len(v.Nodes) - 1) / len(v.Nodes) }
+	run := func(node string, held []store.Held) store.CycleResult {
+		res, err := store.LeaseCycle(ctxT(t), db.Pool, store.CycleRequest{Node: node, Platform: "mt5", Lease: time.Minute, Held: held, Capacity: 100, Share: half})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a := run("a", nil)
+	if a.Share != 10 || a.Claimed != 10 || len(a.View.Nodes) != 1 {
+		t.Fatalf("alone: share %d, claimed %d, view %+v", a.Share, a.Claimed, a.View)
+	}
+	b := run("b", nil)
+	if b.Share != 5 || b.Claimed != 0 || len(b.View.Nodes) != 2 || b.View.Nodes[0] != (store.NodeLoad{ID: "a", Capacity: 100, Owned: 10}) {
+		t.Fatalf("second node: share %d, claimed %d, view %+v", b.Share, b.Claimed, b.View)
+	}
+	if n, err := store.HandOff(ctxT(t), db.Pool, "a", heldOf(a.Owned[5:])); err != nil || n != 5 {
+		t.Fatalf("hand-off = %d, %v", n, err)
+	}
+	if b = run("b", nil); b.Claimed != 5 {
+		t.Fatalf("b claimed %d after the hand-off, want 5", b.Claimed)
+	}
+	live, err := store.LiveNodes(ctxT(t), db.Pool)
+	if err != nil || len(live) != 2 || live[0].HandOffs != 5 || live[1].Owned != 5 {
+		t.Fatalf("live nodes %+v, %v", live, err)
+	}
+	if _, err := store.ReleaseAll(ctxT(t), db.Pool, "a", heldOf(a.Owned[:5])); err != nil {
+		t.Fatal(err)
+	}
+	if live, err = store.LiveNodes(ctxT(t), db.Pool); err != nil || len(live) != 1 || live[0].ID != "b" {
+		t.Fatalf("after a's clean stop, live nodes %+v, %v", live, err)
+	}
+}
+
+// TestHandOffIsFencedByTheEpoch: a hand-off names (id, epoch) pairs; a lease claimed again
+// since (by a new process under the same node id) is untouched and no hand-off is counted.
+func TestHandOffIsFencedByTheEpoch(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 2)
+	old := cycle(t, db.Pool, "a", nil, 2)
+	expire(t, db.Pool, 1, 2)
+	renewed := cycle(t, db.Pool, "a", nil, 2)
+	if n, err := store.HandOff(ctxT(t), db.Pool, "a", heldOf(old.Owned)); err != nil || n != 0 {
+		t.Fatalf("hand-off with the old epochs = %d, %v; want 0", n, err)
+	}
+	if res := cycle(t, db.Pool, "a", heldOf(renewed.Owned), 2); res.Renewed != 2 {
+		t.Fatalf("the newer claim lost %d leases to a stale hand-off", 2-res.Renewed)
+	}
+	if n, err := store.HandOff(ctxT(t), db.Pool, "a", heldOf(renewed.Owned[:1])); err != nil || n != 1 {
+		t.Fatalf("hand-off at the held epoch = %d, %v; want 1", n, err)
+	}
+}
+
+// TestDrainedNodeOffersNoCapacity: a draining node (no claims) is recorded with capacity
+// 0, so the others' shares grow to take its accounts.
+func TestDrainedNodeOffersNoCapacity(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 4)
+	share := func(v store.ClusterView) int { return leasekeeperShare(v, "b") }
+	a, err := store.LeaseCycle(ctxT(t), db.Pool, store.CycleRequest{Node: "a", Platform: "mt5", Lease: time.Minute, Capacity: 10, NoClaim: true})
+	if err != nil || len(a.Owned) != 0 {
+		t.Fatalf("drained cycle %+v, %v", a, err)
+	}
+	b, err := store.LeaseCycle(ctxT(t), db.Pool, store.CycleRequest{Node: "b", Platform: "mt5", Lease: time.Minute, Capacity: 10, Share: share})
+	if err != nil || b.Share != 4 || b.Claimed != 4 {
+		t.Fatalf("beside a drained node: share %d, claimed %d, %v; want 4 and 4", b.Share, b.Claimed, err)
+	}
+}
+
+// leasekeeperShare spreads the followers evenly over the nodes that offer capacity (store
+// cannot import leasekeeper.FairShare).
+func leasekeeperShare(v store.ClusterView, node string) int {
+	var offering int
+	for _, n := range v.Nodes {
+		if n.Capacity > 0 {
+			offering++
+		}
+	}
+	for _, n := range v.Nodes {
+		if n.ID == node && n.Capacity > 0 {
+			return min(n.Capacity, (v.Followers+offering-1)/offering)
+		}
+	}
+	return 0
+}
+
+// TestClaimStopsAtTheShare: a node claims up to its fair share, not its capacity, and
+// leaves the rest free for the other live nodes.
+func TestClaimStopsAtTheShare(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 10)
+	perNode := func(v store.ClusterView) int { return (v.Followers + len(v.Nodes) - 1) / len(v.Nodes) }
+	run := func(node string, capacity int) store.CycleResult {
+		res, err := store.LeaseCycle(ctxT(t), db.Pool, store.CycleRequest{Node: node, Platform: "mt5", Lease: time.Minute, Capacity: capacity, Share: perNode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	run("b", 0) // live, claims nothing
+	if a := run("a", 100); a.Share != 5 || a.Claimed != 5 {
+		t.Fatalf("share %d, claimed %d; want 5 and 5", a.Share, a.Claimed)
+	}
+}

@@ -51,6 +51,8 @@ var gaugeHelp = []struct{ name, help, label string }{
 	{"copier_trust_remaining_seconds", "Seconds until the node's trust ends unless a cycle renews it (0 when closed).", ""},
 	{"copier_last_cycle_ok", "1 when the node's last lease cycle succeeded, else 0.", ""},
 	{"copier_release_listener_up", "1 when the node receives release notifications now, else 0 (claims follow the interval).", ""},
+	{"copier_fair_share", "The node's fair share of its platform's enabled followers at its last cycle.", ""},
+	{"copier_live_nodes", "Live nodes of the node's platform at its last cycle (itself included).", "platform"},
 }
 
 func newEngineCollector(nodes func() []*actors.Node) *engineCollector {
@@ -122,6 +124,8 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("copier_trust_remaining_seconds", max(snap.Remaining.Seconds(), 0), id)
 		gauge("copier_last_cycle_ok", boolFloat(snap.LastCycle.Err == nil && !snap.LastCycle.Started.IsZero()), id)
 		gauge("copier_release_listener_up", boolFloat(n.Listening()), id)
+		gauge("copier_fair_share", float64(snap.LastCycle.Share), id)
+		gauge("copier_live_nodes", float64(snap.LastCycle.LiveNodes), id, cfg.Platform)
 		ch <- constHistogram(c.latency, met.CopyLatency(), id)
 		ch <- constHistogram(c.cycle, met.CycleDuration(), id)
 	}
