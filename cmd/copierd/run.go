@@ -56,7 +56,7 @@ type runFlags struct {
 	reconcileEvery, orderTimeout                 time.Duration
 	shutdownTimeout                              time.Duration
 	httpAddr, logFormat, logLevel                string
-	httpMaxConns                                 int
+	httpMaxConns, maxHandOffs                    int
 	trustedProxies                               string
 	migrate, noListen                            bool
 }
@@ -78,6 +78,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Minute, "reconcile every account this often to repair drift (negative: never)")
 	fs.DurationVar(&f.orderTimeout, "order-timeout", 10*time.Second, "deadline of one broker call")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
+	fs.IntVar(&f.maxHandOffs, "max-handoffs", leasekeeper.DefaultMaxHandOffs, "most accounts handed back per lease cycle when the node holds more than its fair share plus a slack (negative: never hand off)")
 	fs.BoolVar(&f.noListen, "no-listen", false, "do not LISTEN for other nodes' lease releases (behind a pooler in transaction mode): released accounts are then claimed at the interval's pace")
 	fs.BoolVar(&f.migrate, "migrate", true, "apply the database migrations at start (safe with many nodes); false only checks the connection")
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /readyz, /metrics and a status page on HOST:PORT (empty: off)")
@@ -160,6 +161,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := actors.Config{
 		NodeID: f.nodeID, Platform: f.platform, Capacity: f.capacity, Lease: timing,
 		ReconcileEvery: f.reconcileEvery, OrderTimeout: f.orderTimeout, NoListen: f.noListen,
+		MaxHandOffs: f.maxHandOffs,
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageErr(err)

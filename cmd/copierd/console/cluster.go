@@ -13,7 +13,10 @@ type clusterJSON struct {
 	// DBTime is the database's now(): lease times are by this clock.
 	DBTime time.Time        `json:"db_time"`
 	Nodes  []nodeLeasesJSON `json:"nodes"`
-	Totals totalsJSON       `json:"totals"`
+	// LiveNodes are the nodes whose last lease cycle is fresher than one lease, with the
+	// fair share and the hand-offs each recorded.
+	LiveNodes []liveNodeJSON `json:"live_nodes"`
+	Totals    totalsJSON     `json:"totals"`
 	// ThisNode is the node embedded in this process (null when none).
 	ThisNode *nodeJSON `json:"this_node"`
 }
@@ -31,6 +34,18 @@ type nodeLeasesJSON struct {
 	ThisProcess         bool      `json:"this_process"`
 }
 
+// liveNodeJSON is one live node as its last lease cycle recorded it (copier_nodes).
+type liveNodeJSON struct {
+	NodeID        string  `json:"node_id"`
+	Platform      string  `json:"platform"`
+	Capacity      int     `json:"capacity"`
+	Owned         int     `json:"owned"`
+	Share         int     `json:"share"`
+	HandOffs      int64   `json:"handoffs"`
+	LastCycleAgeS float64 `json:"last_cycle_age_seconds"`
+	ThisProcess   bool    `json:"this_process"`
+}
+
 type totalsJSON struct {
 	Masters   int `json:"masters"`
 	Followers int `json:"followers"`
@@ -41,6 +56,7 @@ type totalsJSON struct {
 
 // clusterView is the cluster page's data.
 type clusterView struct {
+	Live   []liveNodeJSON
 	Nodes  []nodeLeasesJSON
 	Totals store.AccountTotals
 	Node   *nodeJSON
@@ -58,6 +74,15 @@ func (s *Server) loadCluster(ctx context.Context) (clusterView, error) {
 			EarliestLeaseUntil: n.Earliest, LatestLeaseUntil: n.Latest,
 			EarliestLeftSeconds: n.EarliestLeft.Seconds(), LatestLeftSeconds: n.LatestLeft.Seconds(),
 			ThisProcess: v.Node != nil && v.Node.NodeID == n.NodeID})
+	}
+	live, err := store.LiveNodes(ctx, s.opts.Pool)
+	if err != nil {
+		return clusterView{}, err
+	}
+	v.Live = []liveNodeJSON{}
+	for _, n := range live {
+		v.Live = append(v.Live, liveNodeJSON{NodeID: n.ID, Platform: n.Platform, Capacity: n.Capacity, Owned: n.Owned,
+			Share: n.Share, HandOffs: n.HandOffs, LastCycleAgeS: n.Age.Seconds(), ThisProcess: v.Node != nil && v.Node.NodeID == n.ID})
 	}
 	return v, nil
 }
@@ -85,7 +110,7 @@ func (s *Server) apiCluster(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, msg)
 		return
 	}
-	out := clusterJSON{DBTime: v.Totals.DBTime, Nodes: v.Nodes, ThisNode: v.Node, Totals: totalsJSON{
+	out := clusterJSON{DBTime: v.Totals.DBTime, Nodes: v.Nodes, LiveNodes: v.Live, ThisNode: v.Node, Totals: totalsJSON{
 		Masters: v.Totals.Masters, Followers: v.Totals.Followers, Disabled: v.Totals.Disabled, Unowned: v.Totals.Unowned, Errors: v.Totals.Errors}}
 	if out.Nodes == nil {
 		out.Nodes = []nodeLeasesJSON{}
