@@ -1,6 +1,7 @@
 package leasekeeper
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,6 +118,8 @@ type Keeper struct {
 	// handingOff: accounts being handed back (their gates fenced, their actors stopping):
 	// renewed until released, never confirmed or reported as owned again.
 	handingOff map[int64]bool
+	// masters: the lowest master of each held account (store.Owned.Master).
+	masters map[int64]int64
 }
 
 // NewKeeper returns the actor's producer.
@@ -152,7 +155,7 @@ func NewKeeper(cfg KeeperConfig) actor.Producer {
 		}
 	}
 	return func() actor.Actor {
-		return &Keeper{cfg: cfg, gates: map[int64]*Gate{}, epochs: map[int64]int64{}, handingOff: map[int64]bool{}}
+		return &Keeper{cfg: cfg, gates: map[int64]*Gate{}, epochs: map[int64]int64{}, handingOff: map[int64]bool{}, masters: map[int64]int64{}}
 	}
 }
 
@@ -387,7 +390,9 @@ func (k *Keeper) apply(ctx actor.Context, m cycleDone, report CycleReport) Cycle
 		}
 	}
 	k.held = k.held[:0]
+	clear(k.masters)
 	for _, o := range m.res.Owned {
+		k.masters[o.ID] = o.Master
 		if k.handingOff[o.ID] {
 			// Renewed until its release commits, but never confirmed or owned again.
 			k.held = append(k.held, store.Held{ID: o.ID, Epoch: o.Epoch})
@@ -476,9 +481,12 @@ func (k *Keeper) startHandOff(ctx actor.Context, share int) int {
 	if n == 0 {
 		return 0
 	}
-	// The newest ids go: the claim prefers followers of masters the node already follows,
-	// so the oldest are the ones most likely to share feeds.
-	handOff := append([]store.Held(nil), k.held[len(k.held)-n:]...)
+	// Whole masters' followers go together (by master, then id, from the end): the node
+	// keeps the feeds of the masters it keeps, and the claims of the others gather a
+	// master's followers too.
+	byMaster := slices.Clone(k.held)
+	slices.SortStableFunc(byMaster, func(a, b store.Held) int { return cmp.Compare(k.masters[a.ID], k.masters[b.ID]) })
+	handOff := slices.Clone(byMaster[len(byMaster)-n:])
 	ids := make([]int64, n)
 	for i, h := range handOff {
 		ids[i] = h.ID

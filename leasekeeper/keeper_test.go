@@ -480,13 +480,14 @@ func view(share int, accs ...store.Owned) store.CycleResult {
 
 // TestKeeperHandOffStopsFlushesThenReleasesByEpoch: a node above its share plus slack
 // fences the surplus at once, stops its actors, flushes, and only then releases them by
-// (id, epoch); at most MaxHandOffs per cycle, never below the share; the handed-off
-// accounts are renewed until released but never handed to the supervisor again.
+// (id, epoch); at most MaxHandOffs per cycle, never below the share, the followers of its
+// highest masters first (whole masters move); the handed-off accounts are renewed until
+// released but never handed to the supervisor again.
 func TestKeeperHandOffStopsFlushesThenReleasesByEpoch(t *testing.T) {
 	h := newKeeperHarness(t, true)
 	var accs []store.Owned
 	for id := int64(1); id <= 8; id++ {
-		accs = append(accs, store.Owned{ID: id, Epoch: 10 + id})
+		accs = append(accs, store.Owned{ID: id, Epoch: 10 + id, Master: 100 - id})
 	}
 	_, rep := h.cycle(cycleAnswer{res: view(4, accs...)}) // share 4, slack 1: 4 to hand off, bounded to 3
 	if rep.HandingOff != 3 {
@@ -500,8 +501,8 @@ func TestKeeperHandOffStopsFlushesThenReleasesByEpoch(t *testing.T) {
 		t.Fatalf("hand-off steps %q, want stop flush release done", got)
 	}
 	got := h.handOffs.Since(0)[0]
-	if len(got) != 3 {
-		t.Fatalf("released %v, want 3 accounts", got)
+	if len(got) != 3 || got[0].ID != 3 || got[1].ID != 2 || got[2].ID != 1 {
+		t.Fatalf("released %v, want accounts 3, 2, 1 (the followers of the highest masters)", got)
 	}
 	for _, r := range got {
 		if r.Epoch != 10+r.ID {
@@ -513,7 +514,7 @@ func TestKeeperHandOffStopsFlushesThenReleasesByEpoch(t *testing.T) {
 	}
 	// The next cycle holds 5 (share 4 + slack 1): nothing more to hand off.
 	h.tick()
-	c, rep := h.cycle(cycleAnswer{res: view(4, accs[:5]...)})
+	c, rep := h.cycle(cycleAnswer{res: view(4, accs[3:]...)})
 	if len(c.req.Held) != 5 || rep.HandingOff != 0 || len(h.lastOwned().Accounts) != 5 {
 		t.Fatalf("after the hand-off: held %v, handing off %d, owned %d", c.req.Held, rep.HandingOff, len(h.lastOwned().Accounts))
 	}

@@ -26,6 +26,9 @@ type Owned struct {
 	Epoch         int64
 	ConfigVersion int64
 	Claimed       bool // newly claimed in this cycle (a takeover or first claim)
+	// Master is the lowest master the follower copies (0: none); set when the cycle has a
+	// Share, so that a hand-off can give back whole masters' followers.
+	Master int64
 }
 
 // CycleRequest is the input of one lease cycle.
@@ -106,6 +109,11 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 		}
 		res = CycleResult{Released: released, Renewed: len(renewed), Claimed: len(claimed), View: view, Share: share}
 		res.Owned = mergeOwned(renewed, claimed)
+		if req.Share != nil {
+			if err := fillMasters(ctx, tx, res.Owned); err != nil {
+				return err
+			}
+		}
 		if len(res.Owned) < req.Capacity && !req.NoClaim && (req.Share == nil || len(res.Owned) < share) {
 			if res.NextForeignExpiry, err = nextForeignExpiry(ctx, tx, req.Platform, req.Node); err != nil {
 				return err
@@ -200,7 +208,8 @@ func nextForeignExpiry(ctx context.Context, tx pgx.Tx, platform, node string) (t
 // claimFollowers locks up to limit free or expired followers in a CTE (which PostgreSQL
 // runs exactly once; an IN-subquery may be re-run and update more than limit rows) and
 // takes them with a new epoch. Followers of masters the node already follows come first,
-// so that a master's followers gather on few nodes (fewer master feeds per node).
+// then the rest by master, so that a master's followers gather on few nodes (fewer master
+// feeds per node).
 func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int) ([]Owned, error) {
 	rows, err := tx.Query(ctx, `
 		WITH followed AS (
@@ -212,7 +221,8 @@ func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int)
 			WHERE platform = $3 AND role = 'follower' AND enabled
 			  AND (node_id IS NULL OR lease_until IS NULL OR lease_until < now())
 			ORDER BY NOT EXISTS (SELECT 1 FROM copy_links l JOIN followed m ON m.master_id = l.master_id
-				WHERE l.follower_id = trading_accounts.id AND l.enabled), id
+				WHERE l.follower_id = trading_accounts.id AND l.enabled),
+			  (SELECT min(l.master_id) FROM copy_links l WHERE l.follower_id = trading_accounts.id AND l.enabled), id
 			LIMIT $4
 			FOR UPDATE SKIP LOCKED)
 		UPDATE trading_accounts t
@@ -231,6 +241,33 @@ func scanOwned(claimed bool) pgx.RowToFunc[Owned] {
 		err := row.Scan(&o.ID, &o.Epoch, &o.ConfigVersion)
 		return o, err
 	}
+}
+
+// fillMasters sets Owned.Master (owned is sorted by id).
+func fillMasters(ctx context.Context, tx pgx.Tx, owned []Owned) error {
+	if len(owned) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(owned))
+	for i, o := range owned {
+		ids[i] = o.ID
+	}
+	rows, err := tx.Query(ctx, `SELECT follower_id, min(master_id) FROM copy_links
+		WHERE follower_id = ANY($1) AND enabled GROUP BY follower_id`, ids)
+	if err != nil {
+		return fmt.Errorf("masters: %w", err)
+	}
+	var f, m int64
+	_, err = pgx.ForEachRow(rows, []any{&f, &m}, func() error {
+		if i, ok := slices.BinarySearchFunc(owned, f, func(o Owned, id int64) int { return cmp.Compare(o.ID, id) }); ok {
+			owned[i].Master = m
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("masters: %w", err)
+	}
+	return nil
 }
 
 func mergeOwned(renewed, claimed []Owned) []Owned {

@@ -2,8 +2,11 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/snapcopier/copier/store"
 	"github.com/snapcopier/copier/store/storetest"
@@ -163,30 +166,54 @@ func TestReleaseIsFencedByTheEpoch(t *testing.T) {
 	}
 }
 
-// TestClaimPrefersFollowersOfFollowedMasters: a node that follows master 1 through one
-// follower claims master 1's other followers before lower ids that follow master 2.
+// TestClaimPrefersFollowersOfFollowedMasters: a node that follows master 2 (it holds 12)
+// claims master 2's other followers first, then the rest by master (master 1's 10), not
+// by id (10, 14, 15).
 func TestClaimPrefersFollowersOfFollowedMasters(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewDB(t)
 	seedAccounts(t, db.Pool, "mt5", "master", 1, 2)
 	seedAccounts(t, db.Pool, "mt5", "follower", 10, 6)
-	for f, m := range map[int64]int64{10: 1, 11: 2, 12: 2, 13: 2, 14: 1, 15: 1} {
-		if _, err := store.CreateLink(ctxT(t), db.Pool, store.Link{MasterID: m, FollowerID: f, Enabled: true, Magic: 7}); err != nil {
+	links(t, db.Pool, map[int64]int64{10: 1, 11: 2, 12: 2, 13: 2, 14: 1, 15: 1})
+	_, err := db.Pool.Exec(ctxT(t), `UPDATE trading_accounts SET node_id = 'a', lease_until = now() + interval '1 minute', lease_epoch = 1 WHERE id = 12`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cycle(t, db.Pool, "a", []store.Held{{ID: 12, Epoch: 1}}, 4)
+	if got := idsOf(a.Owned); !slices.Equal(got, []int64{10, 11, 12, 13}) {
+		t.Fatalf("owned %v, want [10 11 12 13]: master 2's followers first, then master 1's lowest", got)
+	}
+}
+
+// TestClaimGathersFollowersByMaster: a node that follows no master yet claims followers
+// grouped by master (11 and 13 of master 1), not in id order (10 and 11).
+func TestClaimGathersFollowersByMaster(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "master", 1, 2)
+	seedAccounts(t, db.Pool, "mt5", "follower", 10, 4)
+	links(t, db.Pool, map[int64]int64{10: 2, 11: 1, 12: 2, 13: 1})
+	if got := idsOf(cycle(t, db.Pool, "a", nil, 2).Owned); !slices.Equal(got, []int64{11, 13}) {
+		t.Fatalf("owned %v, want [11 13]: master 1's followers together", got)
+	}
+}
+
+func links(t *testing.T, pool *pgxpool.Pool, followerToMaster map[int64]int64) {
+	t.Helper()
+	for f, m := range followerToMaster {
+		if _, err := store.CreateLink(ctxT(t), pool, store.Link{MasterID: m, FollowerID: f, Enabled: true, Magic: 7}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	a := cycle(t, db.Pool, "a", nil, 1) // takes 10, a follower of master 1
-	if len(a.Owned) != 1 || a.Owned[0].ID != 10 {
-		t.Fatalf("first claim %+v, want account 10", a.Owned)
+}
+
+func idsOf(owned []store.Owned) []int64 {
+	ids := make([]int64, len(owned))
+	for i, o := range owned {
+		ids[i] = o.ID
 	}
-	a = cycle(t, db.Pool, "a", heldOf(a.Owned), 3)
-	got := []int64{}
-	for _, o := range a.Owned {
-		got = append(got, o.ID)
-	}
-	if len(got) != 3 || got[1] != 14 || got[2] != 15 {
-		t.Fatalf("owned %v, want [10 14 15]: master 1's followers first", got)
-	}
+	slices.Sort(ids)
+	return ids
 }
 
 // TestCycleRecordsLiveNodesAndShares: every cycle records its node; the view of the next
