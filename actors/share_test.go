@@ -90,9 +90,11 @@ func TestScaleOutHandsEachAccountOffOnce(t *testing.T) {
 		c.eventually("n1 listens", 30*time.Second, func() (bool, string) { return n1.Listening(), "not yet" })
 	}
 	// A release notification from no node: every node runs one cycle.
+	woken := time.Now()
 	_, err := c.db.Pool.Exec(context.Background(), `SELECT pg_notify('copier_lease_released', 'sim outside')`)
 	must(t, err)
 	c.eventually("every node at its share", 60*time.Second, c.balanced(map[string]int{"n1": 10, "n2": 10, "n3": 10, "n4": 10}))
+	t.Logf("scale-out 1→4, 40 followers: balanced %v after n1's wake-up (one hand-off cycle, claims on its notification)", time.Since(woken).Round(time.Millisecond))
 	if o := c.auditOverlaps(); len(o) > 0 {
 		t.Fatalf("accounts owned twice:\n%v", o)
 	}
@@ -120,6 +122,7 @@ func TestScaleOutWithoutNotificationsConverges(t *testing.T) {
 	c.installHandoffAudit()
 	c.startTimed("n1", 100, shortLease, true)
 	c.eventually("n1 owns all", 30*time.Second, c.allOwned("n1"))
+	joined := time.Now()
 	for _, name := range []string{"n2", "n3", "n4"} {
 		n := c.startTimed(name, 100, shortLease, true)
 		if n.Listening() {
@@ -127,6 +130,7 @@ func TestScaleOutWithoutNotificationsConverges(t *testing.T) {
 		}
 	}
 	c.eventually("every node at its share", 60*time.Second, c.balanced(map[string]int{"n1": 10, "n2": 10, "n3": 10, "n4": 10}))
+	t.Logf("scale-out 1→4 without notifications, 40 followers, interval %v: balanced %v after the joins began", shortLease.Interval, time.Since(joined).Round(time.Millisecond))
 	if o := c.auditOverlaps(); len(o) > 0 {
 		t.Fatalf("accounts owned twice:\n%v", o)
 	}
