@@ -36,6 +36,9 @@ type Config struct {
 	ReconcileRate        float64       // reconciles started per second (default 200)
 	OrderTimeout         time.Duration // per broker call (default 10 s)
 	FlushEvery           time.Duration // StatusWriter batch period (default 1 s)
+	// EquityEvery is how often a follower with a stop-out limit (drawdown, daily loss)
+	// reads its equity between reconciles (default 5 s).
+	EquityEvery time.Duration
 	// NoListen turns the release notifications off (a pooler in transaction mode cannot
 	// deliver them): released accounts are then claimed at the interval's pace. By
 	// default the node LISTENs on a connection of its own and claims soon after another
@@ -96,6 +99,12 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushEvery <= 0 {
 		c.FlushEvery = time.Second
+	}
+	if c.EquityEvery < 0 {
+		return fmt.Errorf("%w: equity-every must be > 0, got %v", ErrConfig, c.EquityEvery)
+	}
+	if c.EquityEvery == 0 {
+		c.EquityEvery = 5 * time.Second
 	}
 	return nil
 }

@@ -66,6 +66,7 @@ type AccountStatus struct {
 	Crashes    int
 	Reconciles int
 	Dropped    int
+	StopOut    string         // the stop-out in force, "" while copying
 	Journal    []JournalEntry // newest last
 }
 
@@ -146,6 +147,8 @@ type Metrics struct {
 	// ReconcilesOrderFailed: an order failed without executing (disconnected, market
 	// closed) and the account is repaired after a pause.
 	ReconcilesOrderFailed atomic.Int64
+	ReconcilesProtection  atomic.Int64 // a stop-out started or ended
+	StopOuts              atomic.Int64 // stop-outs (a breach of a drawdown or daily loss limit)
 	ReconcilesChained     atomic.Int64 // another reconcile right after one: events or causes arrived during it
 	StaleWritesRefused    atomic.Int64
 	Crashes               atomic.Int64

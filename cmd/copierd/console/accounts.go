@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -221,6 +222,9 @@ type accountDetail struct {
 	Journal   []journalJSON
 	Positions positionsJSON
 	NodeID    string // this process's node, "" when none
+	// Protection is the follower's stop-out limits and state (followers only).
+	Protection *protectionJSON
+	LimitsJSON string // the follower's own limits, for the form
 }
 
 // linkRowView is a link on a page.
@@ -250,6 +254,17 @@ func (s *Server) loadAccount(ctx context.Context, id int64, withPositions bool) 
 	}
 	if withPositions {
 		d.Positions = s.loadPositions(ctx, a, links)
+	}
+	if a.Role == store.RoleFollower {
+		p, err := s.loadProtection(ctx, id)
+		if err != nil {
+			return accountDetail{}, err
+		}
+		d.Protection = &p
+		if p.Limits.Enabled() || p.Limits.KeepOnBreach {
+			doc, _ := json.Marshal(p.Limits)
+			d.LimitsJSON = string(doc)
+		}
 	}
 	return d, nil
 }

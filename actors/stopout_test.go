@@ -1,0 +1,143 @@
+package actors_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/reconcile/protect"
+	"github.com/snapcopier/copier/store"
+)
+
+// TestDrawdownStopOut: a master's losing position drives its follower past the follower's
+// 5 % drawdown limit. The owner stops it out: the copy is closed through the gated order
+// path, the stop-out is written through the fence, and nothing new is copied. Another node
+// that takes the account over keeps it stopped (it copies nothing, even in its first
+// reconcile); an operator's reset resumes copying, without copying the closed copy again.
+func TestDrawdownStopOut(t *testing.T) {
+	c := newCluster(t, 1, 1)
+	ctx := context.Background()
+	f := c.followers[0]
+	login := fmt.Sprintf("f%d", f)
+	limits, err := json.Marshal(protect.Limits{Drawdown: &protect.Drawdown{Percent: 5}})
+	must(t, err)
+	must(t, store.SetAccountProtection(ctx, c.db.Pool, f, limits))
+	cfg, err := store.LoadFollowerConfig(ctx, c.db.Pool, f)
+	must(t, err)
+	link := cfg.Links[0]
+	magic := link.Magic
+	// Late copies of any age: what the reset copies must not depend on how long the test ran.
+	settings := reconcile.DefaultSettings()
+	settings.Window.MaxAgeSeconds = 0
+	doc, err := json.Marshal(settings)
+	must(t, err)
+	must(t, store.UpdateLink(ctx, c.db.Pool, store.Link{ID: link.ID, Enabled: true, Magic: magic, Settings: doc}))
+	fast := func(cfg *actors.Config) { cfg.EquityEvery = 50 * time.Millisecond }
+
+	mark := c.signals.Len()
+	c.startWith("n1", 10, nil, fast)
+	c.awaitIdle("follower idle", mark, []int64{f})
+	copies := func() []int64 {
+		ps, err := c.sim.AccountPositions(ctx, login)
+		must(t, err)
+		var out []int64
+		for _, p := range ps {
+			if mt, ok := reconcile.ParseMarker(p.Comment); ok && p.Magic == magic {
+				out = append(out, mt)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := func(what string, tickets ...int64) {
+		t.Helper()
+		c.eventually(what, 30*time.Second, func() (bool, string) {
+			got := copies()
+			return slices.Equal(got, tickets), fmt.Sprintf("copies of %v, want %v", got, tickets)
+		})
+	}
+
+	a := c.masterOpen(1, "EURUSD", broker.Buy, 5, 0, 0)
+	want("copied", a.Ticket)
+	stopMark := c.signals.Len()
+	// 150 pips against 5 lots: a 7,500 USD loss, 7.5 % of the follower's 100,000.
+	c.sim.SetPrice("EURUSD", a.OpenPrice-0.0150)
+	c.awaitSignals("stop-out", stopMark, func(sigs []actors.Signal) (bool, string) {
+		for _, s := range sigs {
+			if s.Kind == actors.SignalStopOut && s.Account == f && s.Cause == string(protect.ReasonDrawdown) && s.Link == 0 {
+				return true, ""
+			}
+		}
+		return false, "no stop-out signal"
+	})
+	want("the copy closed by the stop-out")
+	stored := func() protect.State {
+		t.Helper()
+		rows, err := store.ProtectionStates(ctx, c.db.Pool, f)
+		must(t, err)
+		var st protect.State
+		for _, r := range rows {
+			if r.LinkID == 0 {
+				must(t, json.Unmarshal(r.State, &st))
+			}
+		}
+		return st
+	}
+	c.eventually("the stop-out written", 30*time.Second, func() (bool, string) {
+		st := stored()
+		return st.Stop != nil && st.Stop.Reason == protect.ReasonDrawdown, fmt.Sprintf("stored %+v", st)
+	})
+
+	// A new owner: n1 stops cleanly, n2 claims the account, loads the stop-out and reconciles
+	// with a master position open that was never copied.
+	b := c.masterOpen(1, "GBPUSD", broker.Sell, 0.3, 0, 0)
+	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	must(t, c.nodes["n1"].Stop(stopCtx))
+	mark = c.signals.Len()
+	c.startWith("n2", 10, nil, fast)
+	c.awaitIdle("the new owner idle", mark, []int64{f})
+	if got := copies(); len(got) != 0 {
+		t.Fatalf("the new owner of a stopped-out follower copied %v", got)
+	}
+	if st := stored(); st.Stop == nil {
+		t.Fatalf("the new owner lost the stop-out: %+v", st)
+	}
+
+	// The operator resets it: copying resumes from the equity at the reset.
+	mark = c.signals.Len()
+	must(t, store.ResetProtection(ctx, c.db.Pool, f, 0, func(doc []byte, equity float64) ([]byte, error) {
+		var st protect.State
+		if err := json.Unmarshal(doc, &st); err != nil {
+			return nil, err
+		}
+		st, err := protect.Reset(st, time.Now(), equity)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(st)
+	}))
+	c.awaitConfigApplied("reset applied", f, mark)
+	d := c.masterOpen(1, "USDJPY", broker.Buy, 0.1, 0, 0)
+	want("copying resumed", b.Ticket, d.Ticket)
+	if got := copies(); slices.Contains(got, a.Ticket) {
+		t.Fatalf("the copy closed by the stop-out was opened again: %v", got)
+	}
+	if st := stored(); st.Stop != nil {
+		t.Fatalf("stop-out still stored after the reset: %+v", st)
+	}
+	if dups := c.duplicateOpens(); len(dups) > 0 {
+		t.Fatalf("duplicate copies opened: %v", dups)
+	}
+	// A reset of a follower that is not stopped out changes nothing.
+	err = store.ResetProtection(ctx, c.db.Pool, f, 0, func([]byte, float64) ([]byte, error) { return nil, store.ErrNotStoppedOut })
+	if err != store.ErrNotStoppedOut {
+		t.Fatalf("reset of a running follower: %v", err)
+	}
+}
