@@ -335,7 +335,7 @@ func (a *accountActor) onEvent(ctx actor.Context, m *masterEvent) {
 		}
 		res := reconcile.PlanEvent(ev, a.input(l, mv))
 		sent = sent || len(res.Actions) > 0
-		if !a.execute(ctx, l, res, ev.ServerTime) {
+		if !a.execute(ctx, l, res, &copyOrigin{serverTime: ev.ServerTime, received: m.received, kind: ev.Kind, master: ev.Position}) {
 			break
 		}
 	}
@@ -485,7 +485,7 @@ func (a *accountActor) onReconciled(ctx actor.Context, r reconcile.Response) {
 		if !found {
 			continue
 		}
-		if !a.execute(ctx, l, res, time.Time{}) {
+		if !a.execute(ctx, l, res, nil) {
 			ok = false
 			break
 		}

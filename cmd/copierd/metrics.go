@@ -32,6 +32,8 @@ type engineCollector struct {
 	gauges   map[string]*prometheus.Desc
 	latency  *prometheus.Desc
 	cycle    *prometheus.Desc
+	part     *prometheus.Desc // the copy latency split: label part
+	slippage *prometheus.Desc
 }
 
 // counterFamily is one counterDef with its descriptor.
@@ -74,6 +76,10 @@ func newEngineCollector(nodes func() []*actors.Node) *engineCollector {
 	}
 	c.latency = prometheus.NewDesc("copier_copy_latency_seconds", "Master event to follower order, by the trade server's clock.", []string{"node"}, nil)
 	c.cycle = prometheus.NewDesc("copier_lease_cycle_duration_seconds", "Duration of one lease cycle.", []string{"node"}, nil)
+	c.part = prometheus.NewDesc("copier_copy_latency_part_seconds",
+		"The copy latency in three parts: feed (master server time to received by the node), node (received to order sent), broker (sent to executed, by the trade server's clock). Clock skew between machines shows in feed and broker.",
+		[]string{"node", "part"}, nil)
+	c.slippage = prometheus.NewDesc("copier_copy_slippage_points", "The follower's fill against the master's open price, in the follower symbol's points; worse is positive.", []string{"node"}, nil)
 	return c
 }
 
@@ -86,6 +92,8 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	ch <- c.latency
+	ch <- c.part
+	ch <- c.slippage
 	ch <- c.cycle
 }
 
@@ -124,14 +132,24 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("copier_release_listener_up", boolFloat(n.Listening()), id)
 		ch <- constHistogram(c.latency, met.CopyLatency(), id)
 		ch <- constHistogram(c.cycle, met.CycleDuration(), id)
+		feed, node, brk := met.CopyLatencyParts()
+		ch <- constHistogram(c.part, feed, id, "feed")
+		ch <- constHistogram(c.part, node, id, "node")
+		ch <- constHistogram(c.part, brk, id, "broker")
+		sl := met.Slippage()
+		slBuckets := make(map[float64]uint64, len(sl.Counts))
+		for i, le := range actors.SlippageBounds() {
+			slBuckets[le] = uint64(sl.Counts[i])
+		}
+		ch <- prometheus.MustNewConstHistogram(c.slippage, uint64(sl.Count), sl.Sum, slBuckets, id)
 	}
 }
 
 // constHistogram converts the engine's cumulative snapshot.
-func constHistogram(desc *prometheus.Desc, h actors.Histogram, node string) prometheus.Metric {
+func constHistogram(desc *prometheus.Desc, h actors.Histogram, labels ...string) prometheus.Metric {
 	buckets := make(map[float64]uint64, len(h.Counts))
 	for i, le := range actors.HistogramBounds() {
 		buckets[le] = uint64(h.Counts[i])
 	}
-	return prometheus.MustNewConstHistogram(desc, uint64(h.Count), h.Sum, buckets, node)
+	return prometheus.MustNewConstHistogram(desc, uint64(h.Count), h.Sum, buckets, labels...)
 }

@@ -359,7 +359,10 @@ func TestRunServesAndReleasesLeasesOnSignal(t *testing.T) {
 		}
 		checkMetrics(t, body, `copier_gate_open{node="test-node"} 1`, `copier_lease_cycle_duration_seconds_bucket{node="test-node",le="+Inf"}`,
 			`copier_copy_latency_seconds_count{node="test-node"}`, `copier_orders_total{node="test-node",result="ok"}`,
-			"# TYPE copier_copy_latency_seconds histogram", "# TYPE copier_orders_total counter", "copier_trust_remaining_seconds")
+			"# TYPE copier_copy_latency_seconds histogram", "# TYPE copier_orders_total counter", "copier_trust_remaining_seconds",
+			`copier_copy_latency_part_seconds_count{node="test-node",part="feed"}`, `copier_copy_latency_part_seconds_count{node="test-node",part="broker"}`,
+			`copier_copy_slippage_points_count{node="test-node"}`, `copier_stopouts_total{node="test-node"} 0`,
+			`copier_reconciles_total{node="test-node",reason="protection"} 0`)
 		return ""
 	})
 	if code, body, err := httpGet("http://" + addr + "/"); err != nil || code != http.StatusOK || !strings.Contains(body, "test-node") {

@@ -220,6 +220,7 @@ type accountDetail struct {
 	Row       accountRowView
 	Links     []linkRowView
 	Journal   []journalJSON
+	Quality   []qualityJSON // per link, when this process's node runs the account
 	Positions positionsJSON
 	NodeID    string // this process's node, "" when none
 	// Protection is the follower's stop-out limits and state (followers only).
@@ -251,6 +252,7 @@ func (s *Server) loadAccount(ctx context.Context, id int64, withPositions bool) 
 	}
 	if d.Row.Live != nil {
 		d.Journal = newJournalJSON(d.Row.Live.Journal)
+		d.Quality = newQualityJSON(d.Row.Live.Quality)
 	}
 	if withPositions {
 		d.Positions = s.loadPositions(ctx, a, links)
@@ -295,6 +297,9 @@ type accountDetailJSON struct {
 	// Journal is the recent copy journal, newest first, when this process's node runs the
 	// account (null otherwise).
 	Journal []journalJSON `json:"journal"`
+	// Quality is each link's copy quality over its recent copies, when this process's node
+	// runs the account (null otherwise).
+	Quality []qualityJSON `json:"quality"`
 }
 
 // apiAccount serves GET /api/accounts/{id}.
@@ -316,7 +321,7 @@ func (s *Server) apiAccount(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) detailJSON(d accountDetail) accountDetailJSON {
-	out := accountDetailJSON{Account: newAccountJSON(d.Row.AccountRow, d.Row.Live), Links: make([]linkJSON, 0, len(d.Links)), Journal: d.Journal}
+	out := accountDetailJSON{Account: newAccountJSON(d.Row.AccountRow, d.Row.Live), Links: make([]linkJSON, 0, len(d.Links)), Journal: d.Journal, Quality: d.Quality}
 	for _, l := range d.Links {
 		out.Links = append(out.Links, newLinkJSON(l.LinkRow))
 	}
