@@ -141,3 +141,70 @@ func TestDrawdownStopOut(t *testing.T) {
 		t.Fatalf("reset of a running follower: %v", err)
 	}
 }
+
+// TestBreachFoundByAReconcileStopsItsPlan: the reconcile that first sees a breach planned
+// under the old mode (here: a copy of a master position opened while no node ran). Its plan
+// must not be carried out: the follower is stopped out before any new copy is opened, and
+// the copy it held is closed. Equity is read only by reconciles here, so the breach is
+// found by one.
+func TestBreachFoundByAReconcileStopsItsPlan(t *testing.T) {
+	c := newCluster(t, 1, 1)
+	ctx := context.Background()
+	f := c.followers[0]
+	login := fmt.Sprintf("f%d", f)
+	slow := func(cfg *actors.Config) { cfg.EquityEvery = time.Hour }
+	settings := reconcile.DefaultSettings()
+	settings.Window.MaxAgeSeconds = 0
+	doc, err := json.Marshal(settings)
+	must(t, err)
+	cfg, err := store.LoadFollowerConfig(ctx, c.db.Pool, f)
+	must(t, err)
+	link := cfg.Links[0]
+	must(t, store.UpdateLink(ctx, c.db.Pool, store.Link{ID: link.ID, Enabled: true, Magic: link.Magic, Settings: doc}))
+
+	mark := c.signals.Len()
+	c.startWith("n1", 10, nil, slow)
+	c.awaitIdle("follower idle", mark, []int64{f})
+	a := c.masterOpen(1, "EURUSD", broker.Buy, 5, 0, 0)
+	c.eventually("copied", 30*time.Second, func() (bool, string) {
+		ps, err := c.sim.AccountPositions(ctx, login)
+		must(t, err)
+		return len(ps) == 1, fmt.Sprint(len(ps), " positions")
+	})
+	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	must(t, c.nodes["n1"].Stop(stopCtx))
+
+	// While no node runs: a 5,000 USD limit from the 100,000 start balance, a 7,500 USD
+	// loss, and a new master position. (From the high-water mark it would not breach: the
+	// first reading is the first high-water mark.)
+	limits, err := json.Marshal(protect.Limits{Drawdown: &protect.Drawdown{Amount: 5000, From: protect.FromStartBalance, StartBalance: 100_000}})
+	must(t, err)
+	must(t, store.SetAccountProtection(ctx, c.db.Pool, f, limits))
+	c.sim.SetPrice("EURUSD", a.OpenPrice-0.0150)
+	b := c.masterOpen(1, "GBPUSD", broker.Sell, 0.3, 0, 0)
+
+	mark = c.signals.Len()
+	c.startWith("n2", 10, nil, slow)
+	c.awaitSignals("stop-out", mark, func(sigs []actors.Signal) (bool, string) {
+		for _, s := range sigs {
+			if s.Kind == actors.SignalStopOut && s.Account == f {
+				return true, ""
+			}
+		}
+		return false, "no stop-out"
+	})
+	c.awaitIdle("the new owner idle", mark, []int64{f})
+	ps, err := c.sim.AccountPositions(ctx, login)
+	must(t, err)
+	if len(ps) != 0 {
+		t.Fatalf("positions left after the stop-out: %+v", ps)
+	}
+	log, err := c.sim.OrderLog(ctx, 0, 0)
+	must(t, err)
+	for _, e := range log {
+		if e.Login == login && e.Op == broker.OpOpen && e.Comment == reconcile.Marker(b.Ticket) {
+			t.Fatalf("the plan made before the breach was found opened a copy of %d: %+v", b.Ticket, e)
+		}
+	}
+}
