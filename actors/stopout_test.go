@@ -208,3 +208,66 @@ func TestBreachFoundByAReconcileStopsItsPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkStopOutStopsOnlyItsLink: a link's own limit stops that link only: its copies are
+// closed and it copies nothing new, while the follower's other link goes on copying.
+func TestLinkStopOutStopsOnlyItsLink(t *testing.T) {
+	c := newCluster(t, 2, 1) // the follower is linked to master 2 (magic 7002)
+	ctx := context.Background()
+	f := c.followers[0]
+	login := fmt.Sprintf("f%d", f)
+	guarded := reconcile.DefaultSettings()
+	guarded.Window.MaxAgeSeconds = 0
+	guarded.Protect.Drawdown = &protect.Drawdown{Amount: 5000, From: protect.FromStartBalance, StartBalance: 100_000}
+	doc, err := json.Marshal(guarded)
+	must(t, err)
+	guardedLink, err := store.CreateLink(ctx, c.db.Pool, store.Link{MasterID: 1, FollowerID: f, Enabled: true, Magic: 7001, Settings: doc})
+	must(t, err)
+	mark := c.signals.Len()
+	c.startWith("n1", 10, nil, func(cfg *actors.Config) { cfg.EquityEvery = 50 * time.Millisecond })
+	c.awaitIdle("follower idle", mark, []int64{f})
+	byMagic := func() map[int64]int {
+		ps, err := c.sim.AccountPositions(ctx, login)
+		must(t, err)
+		out := map[int64]int{}
+		for _, p := range ps {
+			out[p.Magic]++
+		}
+		return out
+	}
+	a := c.masterOpen(1, "EURUSD", broker.Buy, 5, 0, 0)
+	c.masterOpen(2, "USDJPY", broker.Buy, 0.1, 0, 0)
+	c.eventually("both links copied", 30*time.Second, func() (bool, string) {
+		m := byMagic()
+		return m[7001] == 1 && m[7002] == 1, fmt.Sprint(m)
+	})
+	mark = c.signals.Len()
+	c.sim.SetPrice("EURUSD", a.OpenPrice-0.0150)
+	c.awaitSignals("the link stopped out", mark, func(sigs []actors.Signal) (bool, string) {
+		for _, s := range sigs {
+			if s.Kind == actors.SignalStopOut && s.Account == f {
+				return s.Link == guardedLink, fmt.Sprintf("stop-out of scope %d", s.Link)
+			}
+		}
+		return false, "no stop-out"
+	})
+	c.eventually("the guarded link's copy closed, the other kept", 30*time.Second, func() (bool, string) {
+		m := byMagic()
+		return m[7001] == 0 && m[7002] == 1, fmt.Sprint(m)
+	})
+	c.masterOpen(1, "GBPUSD", broker.Sell, 0.1, 0, 0)
+	c.masterOpen(2, "GBPUSD", broker.Sell, 0.1, 0, 0)
+	// The other link copies; wait for it, then the guarded link has had the same event.
+	c.eventually("the other link copies on", 30*time.Second, func() (bool, string) {
+		m := byMagic()
+		return m[7002] == 2, fmt.Sprint(m)
+	})
+	mark = c.signals.Len()
+	// A reload and its reconcile, which has seen both opens.
+	_, err = c.db.Pool.Exec(ctx, `UPDATE trading_accounts SET config_version = config_version + 1 WHERE id = $1`, f)
+	must(t, err)
+	c.awaitConfigApplied("a reconcile after both opens", f, mark)
+	if m := byMagic(); m[7001] != 0 {
+		t.Fatalf("the stopped-out link copied: %v", m)
+	}
+}
