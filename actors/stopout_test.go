@@ -24,7 +24,6 @@ func TestDrawdownStopOut(t *testing.T) {
 	c := newCluster(t, 1, 1)
 	ctx := context.Background()
 	f := c.followers[0]
-	login := fmt.Sprintf("f%d", f)
 	limits, err := json.Marshal(protect.Limits{Drawdown: &protect.Drawdown{Percent: 5}})
 	must(t, err)
 	must(t, store.SetAccountProtection(ctx, c.db.Pool, f, limits))
@@ -43,25 +42,8 @@ func TestDrawdownStopOut(t *testing.T) {
 	mark := c.signals.Len()
 	c.startWith("n1", 10, nil, fast)
 	c.awaitIdle("follower idle", mark, []int64{f})
-	copies := func() []int64 {
-		ps, err := c.sim.AccountPositions(ctx, login)
-		must(t, err)
-		var out []int64
-		for _, p := range ps {
-			if mt, ok := reconcile.ParseMarker(p.Comment); ok && p.Magic == magic {
-				out = append(out, mt)
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
-	want := func(what string, tickets ...int64) {
-		t.Helper()
-		c.eventually(what, 30*time.Second, func() (bool, string) {
-			got := copies()
-			return slices.Equal(got, tickets), fmt.Sprintf("copies of %v, want %v", got, tickets)
-		})
-	}
+	copies := func() []int64 { return c.copiesOf(f, magic) }
+	want := func(what string, tickets ...int64) { t.Helper(); c.awaitCopies(what, f, magic, tickets...) }
 
 	a := c.masterOpen(1, "EURUSD", broker.Buy, 5, 0, 0)
 	want("copied", a.Ticket)

@@ -81,6 +81,11 @@ func (s *Server) apiProtection(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, msg)
 		return
 	}
+	s.writeProtection(ctx, w, id)
+}
+
+// writeProtection answers with an account's protections.
+func (s *Server) writeProtection(ctx context.Context, w http.ResponseWriter, id int64) {
 	p, err := s.loadProtection(ctx, id)
 	if err != nil {
 		status, msg := s.storeFailure(err, "account "+strconv.FormatInt(id, 10))
@@ -155,13 +160,7 @@ func (s *Server) apiProtectionSet(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, status, fe.apiError())
 		return
 	}
-	p, err := s.loadProtection(ctx, id)
-	if err != nil {
-		status, msg := s.storeFailure(err, "account "+strconv.FormatInt(id, 10))
-		writeError(w, status, msg)
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
+	s.writeProtection(ctx, w, id)
 }
 
 // resetInput is the body of POST /api/accounts/{id}/protection/reset.
@@ -236,13 +235,7 @@ func (s *Server) apiProtectionReset(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, msg)
 		return
 	}
-	p, err := s.loadProtection(ctx, id)
-	if err != nil {
-		status, msg := s.storeFailure(err, "account "+strconv.FormatInt(id, 10))
-		writeError(w, status, msg)
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
+	s.writeProtection(ctx, w, id)
 }
 
 // decodeOptionalJSON is decodeJSON that also takes an empty body (v stays as it is).
