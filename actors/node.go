@@ -44,6 +44,11 @@ type Config struct {
 	// default the node LISTENs on a connection of its own and claims soon after another
 	// node releases accounts of its platform.
 	NoListen bool
+	// MaxHandOffs bounds the accounts handed back per lease cycle when the node holds more
+	// than its fair share of the platform (its followers spread over the live nodes by
+	// their capacities, plus a 5 % slack); default 500; negative turns fair share off (the
+	// node claims up to its capacity and keeps what it holds).
+	MaxHandOffs int
 }
 
 // Deps are what a node talks to. Pool and Broker are required.
@@ -203,7 +208,8 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	n.keeper = root.Spawn(actor.PropsFromProducer(leasekeeper.NewKeeper(leasekeeper.KeeperConfig{
 		Node: cfg.NodeID, Platform: cfg.Platform, Capacity: cfg.Capacity, Timing: cfg.Lease, Pool: cmp.Or(deps.LeasePool, deps.Pool),
 		Clock: deps.Clock, NodeGate: n.nodeGate, Supervisor: e.supervisor, Flusher: e.writer, Logger: log,
-		OnCycle: n.onCycle,
+		OnCycle: n.onCycle, OnHandOff: func(released int) { e.metrics.HandOffs.Add(int64(released)) },
+		MaxHandOffs: cfg.MaxHandOffs,
 	})))
 	n.listen(cmp.Or(deps.LeasePool, deps.Pool))
 	if cfg.Capacity == 0 {

@@ -189,6 +189,7 @@ type Metrics struct {
 	Wakes                 atomic.Int64 // release notifications from other nodes of the platform
 	CyclesWoken           atomic.Int64 // cycles run for a release notification
 	CyclesAtLeaseEnd      atomic.Int64 // cycles run when the earliest foreign lease ended
+	HandOffs              atomic.Int64 // leases handed back to balance the platform
 	latency               latencyHistogram
 	cycle                 latencyHistogram
 	feedLatency           latencyHistogram // the latency split: see Quality

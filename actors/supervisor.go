@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -33,6 +34,13 @@ type supervisor struct {
 	feeds    map[int64]*feedRef
 	stopping bool
 	stopFor  *actor.PID
+	handoffs []*pendingStop // StopSome requests waiting for their actors to end
+}
+
+// pendingStop is one StopSome: the actors still to end, and who to tell.
+type pendingStop struct {
+	pids map[string]bool
+	to   *actor.PID
 }
 
 func newSupervisor(e *engine) actor.Producer {
@@ -62,6 +70,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		if o, ok := s.owned[m.id]; ok && o.Epoch == m.epoch && s.children[m.id] == nil && !s.stopping {
 			s.spawn(ctx, m.id, o)
 		}
+	case leasekeeper.StopSome:
+		s.stopSome(ctx, m)
 	case leasekeeper.StopAccounts:
 		s.stopping, s.stopFor = true, ctx.Sender()
 		for id, c := range s.children {
@@ -121,6 +131,14 @@ func (s *supervisor) onTerminated(ctx actor.Context, m *actor.Terminated) {
 	}
 	delete(s.byPID, m.Who.Id)
 	s.unfollow(ctx, id, m.Who)
+	s.handoffs = slices.DeleteFunc(s.handoffs, func(p *pendingStop) bool {
+		delete(p.pids, m.Who.Id)
+		if len(p.pids) == 0 {
+			ctx.Send(p.to, leasekeeper.SomeStopped{})
+			return true
+		}
+		return false
+	})
 	if c := s.children[id]; c != nil && c.pid.Id == m.Who.Id {
 		// Still owned and not stopped by us: it crashed. Restart with growing backoff.
 		delete(s.children, id)
@@ -136,6 +154,34 @@ func (s *supervisor) onTerminated(ctx actor.Context, m *actor.Terminated) {
 		s.e.board.remove(id)
 	}
 	s.maybeStopped(ctx)
+}
+
+// stopSome stops and forgets accounts the node hands off, and answers once every actor of
+// theirs has ended (an older one still stopping included): only then may their leases be
+// released.
+func (s *supervisor) stopSome(ctx actor.Context, m leasekeeper.StopSome) {
+	p := &pendingStop{pids: map[string]bool{}, to: ctx.Sender()}
+	ids := map[int64]bool{}
+	for _, id := range m.IDs {
+		ids[id] = true
+		delete(s.owned, id)
+		delete(s.crashes, id)
+		if c := s.children[id]; c != nil {
+			ctx.Stop(c.pid)
+			delete(s.children, id)
+		}
+		s.e.board.remove(id)
+	}
+	for pid, id := range s.byPID {
+		if ids[id] {
+			p.pids[pid] = true
+		}
+	}
+	if len(p.pids) == 0 {
+		ctx.Respond(leasekeeper.SomeStopped{})
+		return
+	}
+	s.handoffs = append(s.handoffs, p)
 }
 
 func (s *supervisor) maybeStopped(ctx actor.Context) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +39,25 @@ type KeeperConfig struct {
 	// WakeJitter bounds the random delay between a Wake and its claim (default 100 ms), so
 	// that the nodes woken by one release do not all claim at the same instant.
 	WakeJitter time.Duration
+	// MaxHandOffs bounds the accounts handed back per cycle when the node holds more than
+	// its fair share (default 500; negative: never hand off, and claim up to Capacity
+	// whatever the share).
+	MaxHandOffs int
+	// HandOffTimeout bounds the stop of the accounts handed off (default 15 s): if they
+	// have not all stopped by then nothing is released: they are no longer renewed, so
+	// their leases run out and move as a crashed node's would.
+	HandOffTimeout time.Duration
+	// HandOff releases handed-off leases; default store.HandOff on Pool.
+	HandOff func(ctx context.Context, node string, held []store.Held) (int64, error)
+	// OnHandOff, when set, is called from the actor with the leases a hand-off released.
+	OnHandOff func(released int)
 }
+
+// Hand-off defaults.
+const (
+	DefaultMaxHandOffs    = 500
+	DefaultHandOffTimeout = 15 * time.Second
+)
 
 // DefaultWakeJitter is KeeperConfig.WakeJitter's default.
 const DefaultWakeJitter = 100 * time.Millisecond
@@ -66,6 +85,13 @@ type released struct {
 	err error
 }
 
+// handedOff carries the end of a hand-off back into the actor.
+type handedOff struct {
+	held []store.Held
+	n    int64
+	err  error
+}
+
 // Keeper is the LeaseKeeper actor. It runs one lease cycle per interval, off its own
 // mailbox (the query runs in a goroutine and its result comes back as a message), confirms
 // the gates, and tells the Supervisor what it owns.
@@ -89,6 +115,13 @@ type Keeper struct {
 	wakeTimer     *time.Timer
 	leaseEndTimer *time.Timer
 	queued        *Trigger
+	// handingOff holds the accounts being handed back (id → epoch): their gates are
+	// revoked and their actors stopping; they are renewed until released, never confirmed
+	// or reported as owned again. handedOff remembers the (id, epoch) leases a hand-off
+	// gave back, so that a cycle that renewed one before the release committed cannot
+	// bring it back.
+	handingOff map[int64]int64
+	handedOff  map[int64]int64
 }
 
 // NewKeeper returns the actor's producer.
@@ -98,6 +131,18 @@ func NewKeeper(cfg KeeperConfig) actor.Producer {
 	}
 	if cfg.WakeJitter <= 0 {
 		cfg.WakeJitter = DefaultWakeJitter
+	}
+	if cfg.MaxHandOffs == 0 {
+		cfg.MaxHandOffs = DefaultMaxHandOffs
+	}
+	if cfg.HandOffTimeout <= 0 {
+		cfg.HandOffTimeout = DefaultHandOffTimeout
+	}
+	if cfg.HandOff == nil {
+		pool := cfg.Pool
+		cfg.HandOff = func(ctx context.Context, node string, held []store.Held) (int64, error) {
+			return store.HandOff(ctx, pool, node, held)
+		}
 	}
 	if cfg.Cycle == nil {
 		pool := cfg.Pool
@@ -112,7 +157,7 @@ func NewKeeper(cfg KeeperConfig) actor.Producer {
 		}
 	}
 	return func() actor.Actor {
-		return &Keeper{cfg: cfg, gates: map[int64]*Gate{}, epochs: map[int64]int64{}}
+		return &Keeper{cfg: cfg, gates: map[int64]*Gate{}, epochs: map[int64]int64{}, handingOff: map[int64]int64{}, handedOff: map[int64]int64{}}
 	}
 }
 
@@ -159,6 +204,8 @@ func (k *Keeper) Receive(ctx actor.Context) {
 				k.stopAccounts(ctx)
 			}
 		}
+	case handedOff:
+		k.finishHandOff(m)
 	case released:
 		for _, pid := range k.shutdown {
 			if pid != nil {
@@ -265,6 +312,9 @@ func (k *Keeper) startCycle(ctx actor.Context, trigger Trigger) {
 		Node: k.cfg.Node, Platform: k.cfg.Platform, Lease: k.cfg.Timing.Lease,
 		Held: append([]store.Held(nil), k.held...), Capacity: k.cfg.Capacity, NoClaim: k.draining,
 	}
+	if k.cfg.MaxHandOffs >= 0 {
+		req.Share = func(v store.ClusterView) int { return FairShare(v, k.cfg.Node) }
+	}
 	self, root, cycle, clock := ctx.Self(), ctx.ActorSystem().Root, k.cfg.Cycle, k.cfg.Clock
 	k.queued = nil
 	// The cycle has its own deadline, shorter than the trust it grants (DESIGN §4).
@@ -305,6 +355,7 @@ func (k *Keeper) finishCycle(ctx actor.Context, m cycleDone) {
 		}
 	default:
 		report = k.apply(ctx, m, report)
+		report.HandingOff = k.startHandOff(ctx, report.Owned, m.res.Share)
 	}
 	if k.cfg.OnCycle != nil {
 		k.cfg.OnCycle(report)
@@ -342,6 +393,15 @@ func (k *Keeper) apply(ctx actor.Context, m cycleDone, report CycleReport) Cycle
 	}
 	k.held = k.held[:0]
 	for _, o := range m.res.Owned {
+		if ep, ok := k.handedOff[o.ID]; ok && ep == o.Epoch {
+			continue // renewed before its hand-off's release committed: released since
+		}
+		if ep, ok := k.handingOff[o.ID]; ok && ep == o.Epoch {
+			// Renewed until its release commits (its actor may still be finishing an
+			// order), but never confirmed or owned again.
+			k.held = append(k.held, store.Held{ID: o.ID, Epoch: o.Epoch})
+			continue
+		}
 		g := k.gates[o.ID]
 		if g == nil {
 			g = NewEpochGate(k.cfg.Clock, o.Epoch)
@@ -355,9 +415,16 @@ func (k *Keeper) apply(ctx actor.Context, m cycleDone, report CycleReport) Cycle
 		owned[o.ID] = OwnedAccount{Epoch: o.Epoch, ConfigVersion: o.ConfigVersion, Gate: g}
 		k.held = append(k.held, store.Held{ID: o.ID, Epoch: o.Epoch})
 	}
+	for id, ep := range k.handedOff {
+		if now[id] != ep {
+			// This cycle did not renew that lease: later ones cannot (it is not held).
+			delete(k.handedOff, id)
+		}
+	}
 	report.Lost -= len(m.res.Released) // released on purpose, not lost
 	k.cfg.NodeGate.Confirm(lease)
 	report.Owned, report.Claimed, report.Renewed, report.Released = len(owned), m.res.Claimed, m.res.Renewed, len(m.res.Released)
+	report.Share, report.LiveNodes = m.res.Share, len(m.res.View.Nodes)
 	if m.res.Claimed > 0 || report.Lost > 0 || len(m.res.Released) > 0 {
 		k.cfg.Logger.Info().Str("node", k.cfg.Node).Int("owned", len(owned)).Int("claimed", m.res.Claimed).
 			Int("released", len(m.res.Released)).Int("lost", report.Lost).Dur("elapsed", m.elapsed).Msg("lease cycle")
@@ -409,4 +476,99 @@ func (k *Keeper) release(ctx actor.Context) {
 		}
 		root.Send(self, released{n: n, err: err})
 	}()
+}
+
+// startHandOff begins to hand back the surplus over the node's fair share (HandOffCount:
+// hysteresis, never below the share, at most MaxHandOffs per cycle), one hand-off at a
+// time. The accounts' gates are revoked at once (no new order), their actors stop (each
+// finishes its order in flight), the statuses and ticket maps are flushed, and only then
+// are the leases released by (id, epoch), which wakes the other nodes. It returns how many
+// accounts it began to hand off.
+func (k *Keeper) startHandOff(ctx actor.Context, owned, share int) int {
+	if len(k.handingOff) > 0 || k.draining || k.stopping || k.cfg.MaxHandOffs < 0 || share <= 0 {
+		return 0
+	}
+	n := HandOffCount(owned, share, k.cfg.MaxHandOffs)
+	if n == 0 {
+		return 0
+	}
+	// The highest ids go: the claim takes followers of masters the node already follows
+	// first and then by id, so the highest are the likeliest to need a feed of their own.
+	var handOff []store.Held
+	for i := len(k.held) - 1; i >= 0 && len(handOff) < n; i-- {
+		handOff = append(handOff, k.held[i])
+	}
+	ids := make([]int64, len(handOff))
+	for i, h := range handOff {
+		ids[i] = h.ID
+		k.handingOff[h.ID] = h.Epoch
+		if g := k.gates[h.ID]; g != nil {
+			g.Revoke()
+		}
+		delete(k.gates, h.ID)
+		delete(k.epochs, h.ID)
+	}
+	k.cfg.Logger.Info().Str("node", k.cfg.Node).Int("accounts", len(ids)).Int("share", share).Int("owned", owned).Msg("handing off accounts over the fair share")
+	f := ctx.RequestFuture(k.cfg.Supervisor, StopSome{IDs: ids}, k.cfg.HandOffTimeout)
+	ctx.ReenterAfter(f, func(_ any, err error) {
+		if k.stopping || k.halted {
+			return // the shutdown releases them with the rest; a halted node lets them expire
+		}
+		if err != nil {
+			// An actor may still be sending: releasing now could let a new owner send
+			// beside it. They are no longer renewed, so their leases run out instead.
+			k.cfg.Logger.Warn().Err(err).Int("accounts", len(ids)).Msg("hand-off: accounts did not stop in time; their leases will run out instead")
+			k.finishHandOff(handedOff{held: handOff, err: err})
+			return
+		}
+		if k.cfg.Flusher == nil {
+			k.releaseHandOff(ctx, handOff)
+			return
+		}
+		ff := ctx.RequestFuture(k.cfg.Flusher, Flush{}, k.cfg.HandOffTimeout)
+		ctx.ReenterAfter(ff, func(res any, err error) {
+			if f, ok := res.(Flushed); ok && f.Err != nil {
+				err = f.Err
+			}
+			if err != nil {
+				k.cfg.Logger.Warn().Err(err).Msg("hand-off: status flush failed; releasing anyway")
+			}
+			if k.stopping || k.halted {
+				return
+			}
+			k.releaseHandOff(ctx, handOff)
+		})
+	})
+	return len(ids)
+}
+
+// releaseHandOff releases the handed-off leases off the mailbox.
+func (k *Keeper) releaseHandOff(ctx actor.Context, held []store.Held) {
+	self, root, handOff, node := ctx.Self(), ctx.ActorSystem().Root, k.cfg.HandOff, k.cfg.Node
+	rctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timing.CycleDeadline())
+	go func() {
+		defer cancel()
+		n, err := handOff(rctx, node, held)
+		root.Send(self, handedOff{held: held, n: n, err: err})
+	}()
+}
+
+// finishHandOff forgets the handed-off accounts: they are not renewed again, and a cycle
+// that renewed one before the release committed is ignored for it. After a failed release
+// their leases run out by themselves.
+func (k *Keeper) finishHandOff(m handedOff) {
+	gone := map[int64]bool{}
+	for _, h := range m.held {
+		gone[h.ID] = true
+		delete(k.handingOff, h.ID)
+		k.handedOff[h.ID] = h.Epoch
+	}
+	k.held = slices.DeleteFunc(k.held, func(h store.Held) bool { return gone[h.ID] })
+	if m.err != nil {
+		k.cfg.Logger.Warn().Err(m.err).Int("accounts", len(m.held)).Msg("hand-off release failed; the leases will run out instead")
+		return
+	}
+	if k.cfg.OnHandOff != nil {
+		k.cfg.OnHandOff(int(m.n))
+	}
 }

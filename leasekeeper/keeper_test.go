@@ -47,6 +47,9 @@ type keeperHarness struct {
 	owned    testwait.Log[Owned]
 	reports  testwait.Log[CycleReport]
 	releases testwait.Log[[]store.Held]
+	handoffs testwait.Log[[]store.Held] // hand-off releases, as the store was asked
+	handed   testwait.Log[int]          // hand-offs the keeper finished (OnHandOff)
+	stopSome testwait.Log[[]int64]
 	nodeGate *Gate
 	sup      *actor.PID
 
@@ -65,6 +68,9 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 			ctx.Respond(m)
 		case Owned:
 			h.owned.Add(m)
+		case StopSome:
+			h.stopSome.Add(m.IDs)
+			ctx.Respond(SomeStopped{})
 		case StopAccounts:
 			h.mu.Lock()
 			ok := h.stopAnswers
@@ -106,6 +112,11 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 			h.releases.Add(held)
 			return int64(len(held)), nil
 		},
+		HandOff: func(_ context.Context, _ string, held []store.Held) (int64, error) {
+			h.handoffs.Add(held)
+			return int64(len(held)), nil
+		},
+		OnHandOff: h.handed.Add,
 	})))
 	t.Cleanup(func() {
 		_ = h.sys.Root.StopFuture(h.keeper).Wait()
@@ -451,5 +462,61 @@ func TestKeeperLeaseEndWaitCountsFromTheResult(t *testing.T) {
 	clk.Advance(100 * time.Millisecond) // handled a little later
 	if got, want := leaseEndDelay(clk, done, 10*time.Second), 10*time.Second+leaseEndMargin-100*time.Millisecond; got != want {
 		t.Fatalf("delay %v, want %v (from the result, not from %v)", got, want, started)
+	}
+}
+
+// TestKeeperHandOff: a node over its fair share (plus slack) hands back its surplus, the
+// highest ids: their gates close at once, the Supervisor stops their actors, and only then
+// are they released by (id, epoch). A cycle that renewed them before the release committed
+// does not bring them back; once a cycle no longer holds them, a new claim (a new epoch)
+// is owned again.
+func TestKeeperHandOff(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	at := func(epoch int64, ids ...int64) store.CycleResult {
+		var res store.CycleResult
+		for _, id := range ids {
+			res.Owned = append(res.Owned, store.Owned{ID: id, Epoch: epoch})
+		}
+		res.Share = 2
+		res.View = store.ClusterView{Followers: 4, Nodes: []store.NodeLoad{{ID: "m", Capacity: 10}, {ID: "n", Capacity: 10}}}
+		return res
+	}
+	_, rep := h.cycle(cycleAnswer{res: at(1, 1, 2, 3, 4)})
+	if rep.HandingOff != 2 || rep.Share != 2 || rep.LiveNodes != 2 {
+		t.Fatalf("report %+v: want 2 handed off of 4 at a share of 2", rep)
+	}
+	gates := h.lastOwned().Accounts
+	h.handed.Await(t, "hand-off released", 0, 30*time.Second, func(n []int) (bool, string) { return len(n) == 1 && n[0] == 2, fmt.Sprint(n) })
+	if stops := h.stopSome.Since(0); len(stops) != 1 || fmt.Sprint(stops[0]) != "[4 3]" {
+		t.Fatalf("StopSome %v, want [[4 3]]", stops)
+	}
+	if rel := h.handoffs.Since(0); len(rel) != 1 || fmt.Sprint(rel[0]) != "[{4 1} {3 1}]" {
+		t.Fatalf("released %v, want [4 3] at epoch 1", rel)
+	}
+	if gates[3].Gate.HoldsLease() || gates[4].Gate.HoldsLease() || !gates[1].Gate.HoldsLease() {
+		t.Fatal("the handed-off accounts' gates must be closed, the others open")
+	}
+
+	// A cycle that renewed 3 and 4 before their release committed.
+	h.tick()
+	call, rep := h.cycle(cycleAnswer{res: at(1, 1, 2, 3, 4)})
+	if fmt.Sprint(call.req.Held) != "[{1 1} {2 1}]" {
+		t.Fatalf("the cycle after the hand-off holds %v, want only 1 and 2", call.req.Held)
+	}
+	if owned := h.lastOwned().Accounts; len(owned) != 2 || owned[3].Gate != nil || owned[4].Gate != nil || rep.HandingOff != 0 {
+		t.Fatalf("after the hand-off: owned %v, handing off %d", owned, rep.HandingOff)
+	}
+	// They are gone from the next result; claimed again later at a new epoch, 3 is owned.
+	h.tick()
+	h.cycle(cycleAnswer{res: at(1, 1, 2)})
+	h.tick()
+	h.cycle(cycleAnswer{res: at(1, 1, 2)})
+	res := at(1, 1, 2)
+	res.Owned = append(res.Owned, store.Owned{ID: 3, Epoch: 2})
+	res.Share = 3
+	h.tick()
+	h.cycle(cycleAnswer{res: res})
+	if owned := h.lastOwned().Accounts; len(owned) != 3 || !owned[3].Gate.HoldsLease() {
+		t.Fatalf("a new claim of 3 is not owned: %v", owned)
 	}
 }

@@ -25,6 +25,14 @@ type StopAccounts struct{}
 // AccountsStopped answers StopAccounts.
 type AccountsStopped struct{}
 
+// StopSome asks the Supervisor to stop the AccountActors of accounts the node hands off
+// (each finishes its in-flight order) and to forget them; it answers SomeStopped when all
+// have stopped. Only then are their statuses flushed and their leases released.
+type StopSome struct{ IDs []int64 }
+
+// SomeStopped answers StopSome.
+type SomeStopped struct{}
+
 // Shutdown asks the LeaseKeeper for a clean shutdown: stop the accounts, then release
 // every lease, all before Deadline (zero: DefaultShutdownTimeout from now). It answers
 // ShutdownDone.
@@ -83,6 +91,11 @@ type CycleReport struct {
 	Renewed  int
 	Released int
 	Lost     int
+	// Share is the node's fair share of its platform in this cycle; LiveNodes the
+	// platform's live nodes; HandingOff the accounts it began to hand back.
+	Share      int
+	LiveNodes  int
+	HandingOff int
 }
 
 // Flush asks the StatusWriter to write everything it buffered; it answers Flushed. The

@@ -41,6 +41,9 @@ type CycleRequest struct {
 	// with a result the node knows (and releases) instead of being cancelled mid-commit,
 	// when its claims may be committed without the node ever learning of them.
 	SkipClaim func() bool
+	// Share, when set, is this node's fair share given the platform's live nodes and
+	// followers: the claim stops there (and never exceeds Capacity).
+	Share func(ClusterView) int
 }
 
 // CycleResult is what one committed lease cycle established.
@@ -55,6 +58,8 @@ type CycleResult struct {
 	// claim for that moment, so a crashed node's accounts move one lease after its last
 	// renewal instead of at the next interval after that.
 	NextForeignExpiry time.Duration
+	View              ClusterView // the platform as the cycle saw it (this node with its renewals)
+	Share             int         // Share(View); zero without Share
 }
 
 // ErrBadCycle reports an invalid CycleRequest.
@@ -84,19 +89,29 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 		if err := notifyReleased(ctx, tx, req.Node, platforms); err != nil {
 			return err
 		}
-		free := req.Capacity - len(renewed)
+		view, err := readView(ctx, tx, req, len(renewed))
+		if err != nil {
+			return err
+		}
+		free, share := req.Capacity-len(renewed), 0
+		if req.Share != nil {
+			share = req.Share(view)
+			free = min(free, share-len(renewed))
+		}
 		var claimed []Owned
 		if free > 0 && !req.NoClaim && (req.SkipClaim == nil || !req.SkipClaim()) {
 			if claimed, err = claimFollowers(ctx, tx, req, free); err != nil {
 				return err
 			}
 		}
-		res = CycleResult{Released: released, Renewed: len(renewed), Claimed: len(claimed)}
+		res = CycleResult{Released: released, Renewed: len(renewed), Claimed: len(claimed), View: view, Share: share}
 		res.Owned = mergeOwned(renewed, claimed)
-		if len(res.Owned) < req.Capacity && !req.NoClaim {
-			res.NextForeignExpiry, err = nextForeignExpiry(ctx, tx, req.Platform, req.Node)
+		if len(res.Owned) < req.Capacity && !req.NoClaim && (req.Share == nil || len(res.Owned) < share) {
+			if res.NextForeignExpiry, err = nextForeignExpiry(ctx, tx, req.Platform, req.Node); err != nil {
+				return err
+			}
 		}
-		return err
+		return recordNode(ctx, tx, req, len(res.Owned), share)
 	})
 	if err != nil {
 		return CycleResult{}, fmt.Errorf("store: lease cycle: %w", err)
@@ -184,14 +199,20 @@ func nextForeignExpiry(ctx context.Context, tx pgx.Tx, platform, node string) (t
 
 // claimFollowers locks up to limit free or expired followers in a CTE (which PostgreSQL
 // runs exactly once; an IN-subquery may be re-run and update more than limit rows) and
-// takes them with a new epoch.
+// takes them with a new epoch. Followers of masters the node already follows come first,
+// so that a master's followers gather on few nodes (fewer master feeds per node).
 func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int) ([]Owned, error) {
 	rows, err := tx.Query(ctx, `
-		WITH candidates AS (
+		WITH followed AS (
+			SELECT DISTINCT l.master_id FROM copy_links l
+			JOIN trading_accounts f ON f.id = l.follower_id
+			WHERE f.node_id = $1 AND l.enabled),
+		candidates AS (
 			SELECT id FROM trading_accounts
 			WHERE platform = $3 AND role = 'follower' AND enabled
 			  AND (node_id IS NULL OR lease_until IS NULL OR lease_until < now())
-			ORDER BY id
+			ORDER BY NOT EXISTS (SELECT 1 FROM copy_links l JOIN followed m ON m.master_id = l.master_id
+				WHERE l.follower_id = trading_accounts.id AND l.enabled), id
 			LIMIT $4
 			FOR UPDATE SKIP LOCKED)
 		UPDATE trading_accounts t
@@ -220,12 +241,32 @@ func mergeOwned(renewed, claimed []Owned) []Owned {
 	return out
 }
 
-// ReleaseAll gives back every lease this process holds (clean shutdown, drain) and
-// notifies ReleaseChannel in the same transaction, so the other nodes claim them at once.
-// It returns how many rows it released. Like every other multi-row statement it locks
-// the rows in id order, so it cannot deadlock with a batched fenced write still in flight.
+// ReleaseAll gives back every lease this process holds (clean shutdown, drain), forgets
+// the node (the others' shares grow at once) and notifies ReleaseChannel in the same
+// transaction, so the other nodes claim them at once. It returns how many rows it
+// released. Like every other multi-row statement it locks the rows in id order, so it
+// cannot deadlock with a batched fenced write still in flight.
 func ReleaseAll(ctx context.Context, pool *pgxpool.Pool, node string, held []Held) (int64, error) {
-	if len(held) == 0 {
+	n, err := release(ctx, pool, node, held, true)
+	if err != nil {
+		return 0, fmt.Errorf("store: release all: %w", err)
+	}
+	return n, nil
+}
+
+// HandOff gives back some leases of a node that stays (it holds more than its fair
+// share), counts them as its hand-offs and notifies ReleaseChannel, in one transaction.
+// Like every release it names (id, epoch) pairs: a lease claimed again since is untouched.
+func HandOff(ctx context.Context, pool *pgxpool.Pool, node string, held []Held) (int64, error) {
+	n, err := release(ctx, pool, node, held, false)
+	if err != nil {
+		return 0, fmt.Errorf("store: hand off: %w", err)
+	}
+	return n, nil
+}
+
+func release(ctx context.Context, pool *pgxpool.Pool, node string, held []Held, leaving bool) (int64, error) {
+	if len(held) == 0 && !leaving {
 		return 0, nil
 	}
 	ids, epochs := splitHeld(held)
@@ -249,10 +290,14 @@ func ReleaseAll(ctx context.Context, pool *pgxpool.Pool, node string, held []Hel
 			return err
 		}
 		n = int64(len(platforms))
+		if leaving {
+			if err := forgetNode(ctx, tx, node); err != nil {
+				return err
+			}
+		} else if _, err := tx.Exec(ctx, `UPDATE copier_nodes SET handoffs = handoffs + $2 WHERE node_id = $1`, node, n); err != nil {
+			return fmt.Errorf("count hand-offs: %w", err)
+		}
 		return notifyReleased(ctx, tx, node, platforms)
 	})
-	if err != nil {
-		return 0, fmt.Errorf("store: release all: %w", err)
-	}
-	return n, nil
+	return n, err
 }

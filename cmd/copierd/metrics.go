@@ -48,6 +48,8 @@ var gaugeHelp = []struct{ name, help, label string }{
 	{"copier_node_info", "Constant 1, labelled with the node's id and platform.", "platform"},
 	{"copier_capacity", "Most follower accounts the node holds.", ""},
 	{"copier_owned_accounts", "Follower accounts the node owns now.", ""},
+	{"copier_fair_share", "The node's fair share of its platform's enabled followers at its last cycle.", ""},
+	{"copier_live_nodes", "Live nodes of the node's platform at its last cycle (this one included).", ""},
 	{"copier_accounts", "Owned follower accounts by phase.", "phase"},
 	{"copier_gate_open", "1 when the node's lease is trusted now (orders may be sent), else 0.", ""},
 	{"copier_trust_remaining_seconds", "Seconds until the node's trust ends unless a cycle renews it (0 when closed).", ""},
@@ -119,6 +121,8 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge("copier_capacity", float64(cfg.Capacity), id)
 		gauge("copier_owned_accounts", float64(len(snap.Accounts)), id)
+		gauge("copier_fair_share", float64(snap.LastCycle.Share), id)
+		gauge("copier_live_nodes", float64(snap.LastCycle.LiveNodes), id)
 		counts := map[actors.AccountPhase]int{}
 		for _, a := range snap.Accounts {
 			counts[a.Phase]++

@@ -59,6 +59,7 @@ type runFlags struct {
 	httpMaxConns                                 int
 	trustedProxies                               string
 	migrate, noListen                            bool
+	maxHandOffs                                  int
 }
 
 // runRun is the run subcommand.
@@ -79,6 +80,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.equityEvery, "equity-every", 5*time.Second, "read the equity of followers with a stop-out limit this often")
 	fs.DurationVar(&f.orderTimeout, "order-timeout", 10*time.Second, "deadline of one broker call")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
+	fs.IntVar(&f.maxHandOffs, "max-handoffs", 500, "most accounts handed back per lease cycle when this node holds more than its fair share of the platform (negative: no fair share; claim up to --capacity and keep it)")
 	fs.BoolVar(&f.noListen, "no-listen", false, "do not LISTEN for other nodes' lease releases (behind a pooler in transaction mode): released accounts are then claimed at the interval's pace")
 	fs.BoolVar(&f.migrate, "migrate", true, "apply the database migrations at start (safe with many nodes); false only checks the connection")
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /readyz, /metrics and a status page on HOST:PORT (empty: off)")
@@ -160,7 +162,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := actors.Config{
 		NodeID: f.nodeID, Platform: f.platform, Capacity: f.capacity, Lease: timing,
-		ReconcileEvery: f.reconcileEvery, OrderTimeout: f.orderTimeout, NoListen: f.noListen, EquityEvery: f.equityEvery,
+		ReconcileEvery: f.reconcileEvery, OrderTimeout: f.orderTimeout, NoListen: f.noListen, EquityEvery: f.equityEvery, MaxHandOffs: f.maxHandOffs,
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageErr(err)
