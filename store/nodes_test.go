@@ -8,7 +8,6 @@ import (
 	"github.com/snapcopier/copier/store/storetest"
 )
 
-
 // TestClaimPrefersFollowersOfFollowedMasters: a node that follows master 1 through one
 // follower claims master 1's other followers before lower ids that follow master 2.
 func TestClaimPrefersFollowersOfFollowedMasters(t *testing.T) {
