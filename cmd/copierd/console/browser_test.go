@@ -373,6 +373,7 @@ func TestBrowserDrivesTheEngine(t *testing.T) {
 	// The cluster page shows both nodes.
 	b.do("cluster page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("nodes")))
 	b.poll("both nodes listed", `!!document.querySelector('#nodes tr[data-node="node-a"]') && !!document.querySelector('#nodes tr[data-node="node-b"]')`, 10*time.Second)
+	b.poll("both nodes live, with their shares", `!!document.querySelector('#live-nodes tr[data-live-node="node-a"]') && !!document.querySelector('#live-nodes tr[data-live-node="node-b"]')`, 10*time.Second)
 	cluster := b.shot("cluster")
 
 	// The accounts page for the documentation.
