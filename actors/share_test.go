@@ -192,6 +192,16 @@ func TestScaleOutFromOneToFourNodes(t *testing.T) {
 	for _, n := range c.nodes {
 		handed += n.Metrics().HandOffs.Load()
 	}
+	after := feeds()
+	sum := 0
+	for _, k := range after {
+		sum += k
+	}
+	// Hand-offs go by whole masters and claims prefer followed masters: the nodes must not
+	// each end up following every master (each holds a quarter of the followers).
+	if avg := float64(sum) / float64(len(after)); avg >= float64(before["n1"]) {
+		t.Fatalf("master feeds per node: before %v, after %v (average %.1f): the followers of a master did not gather", before, after, avg)
+	}
 	t.Logf("scale-out 1→4 nodes, %d followers: balanced (±10 %% of %d) in %v, %d of n1's lease cycles (interval %v); %d hand-offs (at most %d per account); master feeds per node before %v, after %v",
-		followers, share, elapsed.Round(time.Millisecond), cycles, shortLease.Interval, handed, maxMoves, before, feeds())
+		followers, share, elapsed.Round(time.Millisecond), cycles, shortLease.Interval, handed, maxMoves, before, after)
 }

@@ -314,6 +314,10 @@ func (k *Keeper) startCycle(ctx actor.Context, trigger Trigger) {
 	}
 	if k.cfg.MaxHandOffs >= 0 {
 		req.Share = func(v store.ClusterView) int { return FairShare(v, k.cfg.Node) }
+		if len(k.handingOff) == 0 && !k.draining {
+			bound := k.cfg.MaxHandOffs
+			req.HandOffs = func(owned, share int) int { return HandOffCount(owned, share, bound) }
+		}
 	}
 	self, root, cycle, clock := ctx.Self(), ctx.ActorSystem().Root, k.cfg.Cycle, k.cfg.Clock
 	k.queued = nil
@@ -355,7 +359,7 @@ func (k *Keeper) finishCycle(ctx actor.Context, m cycleDone) {
 		}
 	default:
 		report = k.apply(ctx, m, report)
-		report.HandingOff = k.startHandOff(ctx, report.Owned, m.res.Share)
+		report.HandingOff = k.startHandOff(ctx, report.Owned, m.res.Share, m.res.HandOff)
 	}
 	if k.cfg.OnCycle != nil {
 		k.cfg.OnCycle(report)
@@ -484,7 +488,7 @@ func (k *Keeper) release(ctx actor.Context) {
 // finishes its order in flight), the statuses and ticket maps are flushed, and only then
 // are the leases released by (id, epoch), which wakes the other nodes. It returns how many
 // accounts it began to hand off.
-func (k *Keeper) startHandOff(ctx actor.Context, owned, share int) int {
+func (k *Keeper) startHandOff(ctx actor.Context, owned, share int, picked []store.Held) int {
 	if len(k.handingOff) > 0 || k.draining || k.stopping || k.cfg.MaxHandOffs < 0 || share <= 0 {
 		return 0
 	}
@@ -492,11 +496,24 @@ func (k *Keeper) startHandOff(ctx actor.Context, owned, share int) int {
 	if n == 0 {
 		return 0
 	}
-	// The highest ids go: the claim takes followers of masters the node already follows
-	// first and then by id, so the highest are the likeliest to need a feed of their own.
+	// The cycle picked them (whole masters with the fewest followers here first), among
+	// the leases it renewed; those this node still holds confirmed go. Without a pick the
+	// highest ids go.
+	held := map[int64]int64{}
+	for _, h := range k.held {
+		held[h.ID] = h.Epoch
+	}
 	var handOff []store.Held
-	for i := len(k.held) - 1; i >= 0 && len(handOff) < n; i-- {
+	for _, h := range picked {
+		if ep, ok := held[h.ID]; ok && ep == h.Epoch && len(handOff) < n {
+			handOff = append(handOff, h)
+		}
+	}
+	for i := len(k.held) - 1; i >= 0 && len(handOff) < n && len(picked) == 0; i-- {
 		handOff = append(handOff, k.held[i])
+	}
+	if len(handOff) == 0 {
+		return 0
 	}
 	ids := make([]int64, len(handOff))
 	for i, h := range handOff {

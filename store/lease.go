@@ -44,6 +44,9 @@ type CycleRequest struct {
 	// Share, when set, is this node's fair share given the platform's live nodes and
 	// followers: the claim stops there (and never exceeds Capacity).
 	Share func(ClusterView) int
+	// HandOffs, when set with Share, is how many of its renewed leases the node should
+	// hand back given what it holds and its share; the cycle then picks them (HandOff).
+	HandOffs func(owned, share int) int
 }
 
 // CycleResult is what one committed lease cycle established.
@@ -60,6 +63,10 @@ type CycleResult struct {
 	NextForeignExpiry time.Duration
 	View              ClusterView // the platform as the cycle saw it (this node with its renewals)
 	Share             int         // Share(View); zero without Share
+	// HandOff are the renewed leases the node should hand back (HandOffs of them): the
+	// followers of the masters with the fewest followers on this node first, whole masters
+	// at a time, so that a master's followers gather on few nodes.
+	HandOff []Held
 }
 
 // ErrBadCycle reports an invalid CycleRequest.
@@ -90,6 +97,7 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 			return err
 		}
 		var view ClusterView
+		var handOff []Held
 		free, share := req.Capacity-len(renewed), 0
 		if req.Share != nil {
 			// Only for the share: counting the platform's followers is most of what fair
@@ -99,6 +107,13 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 			}
 			share = req.Share(view)
 			free = min(free, share-len(renewed))
+			if req.HandOffs != nil {
+				if n := req.HandOffs(len(renewed), share); n > 0 {
+					if handOff, err = pickHandOff(ctx, tx, renewed, n); err != nil {
+						return err
+					}
+				}
+			}
 		}
 		var claimed []Owned
 		if free > 0 && !req.NoClaim && (req.SkipClaim == nil || !req.SkipClaim()) {
@@ -106,7 +121,7 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 				return err
 			}
 		}
-		res = CycleResult{Released: released, Renewed: len(renewed), Claimed: len(claimed), View: view, Share: share}
+		res = CycleResult{Released: released, Renewed: len(renewed), Claimed: len(claimed), View: view, Share: share, HandOff: handOff}
 		res.Owned = mergeOwned(renewed, claimed)
 		if len(res.Owned) < req.Capacity && !req.NoClaim && (req.Share == nil || len(res.Owned) < share) {
 			if res.NextForeignExpiry, err = nextForeignExpiry(ctx, tx, req.Platform, req.Node); err != nil {
@@ -214,7 +229,8 @@ func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int)
 			WHERE platform = $3 AND role = 'follower' AND enabled
 			  AND (node_id IS NULL OR lease_until IS NULL OR lease_until < now())
 			ORDER BY NOT EXISTS (SELECT 1 FROM copy_links l JOIN followed m ON m.master_id = l.master_id
-				WHERE l.follower_id = trading_accounts.id AND l.enabled), id
+				WHERE l.follower_id = trading_accounts.id AND l.enabled),
+				(SELECT min(l.master_id) FROM copy_links l WHERE l.follower_id = trading_accounts.id AND l.enabled), id
 			LIMIT $4
 			FOR UPDATE SKIP LOCKED)
 		UPDATE trading_accounts t
@@ -225,6 +241,35 @@ func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int)
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	return pgx.CollectRows(rows, scanOwned(true))
+}
+
+// pickHandOff chooses n of the renewed leases to hand back: the followers of the masters
+// with the fewest followers among them first (whole masters at a time, then by master id),
+// highest follower ids first within a master.
+func pickHandOff(ctx context.Context, tx pgx.Tx, renewed []Owned, n int) ([]Held, error) {
+	ids, epochs := make([]int64, len(renewed)), make([]int64, len(renewed))
+	for i, o := range renewed {
+		ids[i], epochs[i] = o.ID, o.Epoch
+	}
+	rows, err := tx.Query(ctx, `
+		WITH mine AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS m(id, epoch)),
+		fm AS (SELECT m.id, m.epoch, coalesce(min(l.master_id), 0) AS master
+			FROM mine m LEFT JOIN copy_links l ON l.follower_id = m.id AND l.enabled GROUP BY m.id, m.epoch),
+		sizes AS (SELECT master, count(*) AS n FROM fm GROUP BY master)
+		SELECT fm.id, fm.epoch FROM fm JOIN sizes s ON s.master = fm.master
+		ORDER BY s.n, fm.master, fm.id DESC LIMIT $3`, ids, epochs, n)
+	if err != nil {
+		return nil, fmt.Errorf("pick hand-offs: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Held, error) {
+		var h Held
+		err := row.Scan(&h.ID, &h.Epoch)
+		return h, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pick hand-offs: %w", err)
+	}
+	return out, nil
 }
 
 func scanOwned(claimed bool) pgx.RowToFunc[Owned] {

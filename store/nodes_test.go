@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,6 +32,34 @@ func TestClaimPrefersFollowersOfFollowedMasters(t *testing.T) {
 	}
 	if len(got) != 3 || got[1] != 14 || got[2] != 15 {
 		t.Fatalf("owned %v, want [10 14 15]: master 1's followers first", got)
+	}
+}
+
+// TestHandOffPicksWholeMastersWithTheFewestFollowers: a node over its share hands back
+// the followers of its smallest masters first, a whole master at a time.
+func TestHandOffPicksWholeMastersWithTheFewestFollowers(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "master", 1, 3)
+	seedAccounts(t, db.Pool, "mt5", "follower", 10, 9)
+	// master 1: 10-13 (4 followers); master 2: 14-15 (2); master 3: 16-18 (3)
+	for f, m := range map[int64]int64{10: 1, 11: 1, 12: 1, 13: 1, 14: 2, 15: 2, 16: 3, 17: 3, 18: 3} {
+		if _, err := store.CreateLink(ctxT(t), db.Pool, store.Link{MasterID: m, FollowerID: f, Enabled: true, Magic: 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := cycle(t, db.Pool, "a", nil, 9)
+	res, err := store.LeaseCycle(ctxT(t), db.Pool, store.CycleRequest{Node: "a", Platform: "mt5", Lease: time.Minute, Held: heldOf(a.Owned), Capacity: 9,
+		Share: func(store.ClusterView) int { return 4 }, HandOffs: func(owned, share int) int { return owned - share }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, h := range res.HandOff {
+		got = append(got, h.ID)
+	}
+	if fmt.Sprint(got) != "[15 14 18 17 16]" {
+		t.Fatalf("handed off %v, want master 2's [15 14] then master 3's [18 17 16]", got)
 	}
 }
 
