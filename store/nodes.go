@@ -45,13 +45,22 @@ func readView(ctx context.Context, tx pgx.Tx, req CycleRequest, owned int) (Clus
 	if err != nil {
 		return v, fmt.Errorf("live nodes: %w", err)
 	}
-	self := NodeLoad{ID: req.Node, Capacity: req.Capacity, Owned: owned}
+	self := NodeLoad{ID: req.Node, Capacity: claimCapacity(req), Owned: owned}
 	i := 0
 	for i < len(v.Nodes) && v.Nodes[i].ID < self.ID {
 		i++
 	}
 	v.Nodes = append(v.Nodes[:i], append([]NodeLoad{self}, v.Nodes[i:]...)...)
 	return v, nil
+}
+
+// claimCapacity is the capacity a node offers its platform: none while it does not claim
+// (draining, claiming paused), so that the others' shares cover every follower.
+func claimCapacity(req CycleRequest) int {
+	if req.NoClaim {
+		return 0
+	}
+	return req.Capacity
 }
 
 // recordNode upserts this node's row: it is live for one lease from now.
@@ -61,7 +70,7 @@ func recordNode(ctx context.Context, tx pgx.Tx, req CycleRequest, owned, share i
 		VALUES ($1, $2, $3, $4, $5, make_interval(secs => $6), now())
 		ON CONFLICT (node_id) DO UPDATE SET platform = EXCLUDED.platform, capacity = EXCLUDED.capacity,
 			owned = EXCLUDED.owned, share = EXCLUDED.share, lease = EXCLUDED.lease, last_cycle = EXCLUDED.last_cycle`,
-		req.Node, req.Platform, req.Capacity, owned, share, req.Lease.Seconds())
+		req.Node, req.Platform, claimCapacity(req), owned, share, req.Lease.Seconds())
 	if err != nil {
 		return fmt.Errorf("record node: %w", err)
 	}

@@ -63,6 +63,37 @@ func TestHandOffPicksWholeMastersWithTheFewestFollowers(t *testing.T) {
 	}
 }
 
+// TestADrainingNodeTakesNoShare: a node that does not claim (draining, claiming paused)
+// offers no capacity, so the other node's share covers every follower.
+func TestADrainingNodeTakesNoShare(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 10)
+	half := func(v store.ClusterView) int {
+		total := 0
+		for _, n := range v.Nodes {
+			total += n.Capacity
+		}
+		share := 0
+		for _, n := range v.Nodes {
+			if n.ID == "b" && total > 0 {
+				share = v.Followers * n.Capacity / total
+			}
+		}
+		return share
+	}
+	if _, err := store.LeaseCycle(ctxT(t), db.Pool, store.CycleRequest{Node: "a", Platform: "mt5", Lease: time.Minute, Capacity: 100, NoClaim: true}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := store.LeaseCycle(ctxT(t), db.Pool, store.CycleRequest{Node: "b", Platform: "mt5", Lease: time.Minute, Capacity: 100, Share: half})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Share != 10 || b.Claimed != 10 {
+		t.Fatalf("beside a draining node: share %d, claimed %d, view %+v; want all 10", b.Share, b.Claimed, b.View)
+	}
+}
+
 // TestCycleRecordsLiveNodesAndShares: every cycle records its node; the view of the next
 // cycle holds every live node; a clean release forgets the node.
 func TestCycleRecordsLiveNodesAndShares(t *testing.T) {
