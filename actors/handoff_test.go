@@ -70,8 +70,14 @@ func (c *cluster) firstCycle(node string, mark int) {
 // triggers of the cycles that claimed them.
 func (c *cluster) claimTriggers(node string, mark, n int) []leasekeeper.Trigger {
 	c.t.Helper()
+	return c.claimTriggersWithin(node, mark, n, 30*time.Second)
+}
+
+// claimTriggersWithin is claimTriggers with its own limit (a default lease is 60 s).
+func (c *cluster) claimTriggersWithin(node string, mark, n int, within time.Duration) []leasekeeper.Trigger {
+	c.t.Helper()
 	var triggers []leasekeeper.Trigger
-	c.awaitSignals(node+" claims", mark, func(sigs []actors.Signal) (bool, string) {
+	c.signals.Await(c.t, node+" claims", mark, within, func(sigs []actors.Signal) (bool, string) {
 		triggers = triggers[:0]
 		got := 0
 		for _, s := range sigs {
@@ -152,7 +158,7 @@ func TestCrashIsClaimedWhenTheLeaseEnds(t *testing.T) {
 
 	mark = c.signals.Len()
 	n1.Halt()
-	for _, tr := range c.claimTriggers("n2", mark, len(c.followers)) {
+	for _, tr := range c.claimTriggersWithin("n2", mark, len(c.followers), 30*time.Second+2*short.Lease) {
 		if tr != leasekeeper.TriggerLeaseEnd {
 			t.Errorf("n2 claimed in a cycle triggered by %v, want lease-end", tr)
 		}
