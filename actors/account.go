@@ -33,6 +33,9 @@ const (
 type linkState struct {
 	row  store.Link
 	link reconcile.Link
+	// closeOnly is the mode the operator set (the link's and the follower's, stricter of
+	// the two); link.Settings.Protect.CloseOnly adds what stop-outs impose (applyProtection).
+	closeOnly protect.CloseOnly
 }
 
 // masterView is what a follower knows of one master: its feed position and its last
@@ -50,6 +53,7 @@ type masterView struct {
 // loaded carries the result of loading configuration and connecting, done off the mailbox.
 type loaded struct {
 	cfg     store.FollowerConfig
+	prot    store.Protection
 	tickets []store.TicketRow // first load only (withTickets)
 	session broker.Session
 	err     error
@@ -92,6 +96,12 @@ type accountActor struct {
 	seenAt      time.Time // when the follower's positions were last read or changed by an order
 	orderFails  int       // orders failed in a row without executing, for the repair backoff
 	repairCause string    // a failed order asked for a reconcile (repairDue) that has not started
+
+	guards        map[int64]*guard // stop-outs by scope (0: the follower's own, else the link's)
+	protGen       int64            // bumped whenever a link's effective close-only mode changes
+	reconProtGen  int64            // protGen when the reconcile in flight was asked for
+	equityTimer   bool             // an equityDue is scheduled
+	equityReading bool             // an equity read is in flight
 }
 
 func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate) actor.Producer {
@@ -137,6 +147,10 @@ func (a *accountActor) Receive(ctx actor.Context) {
 		a.onReconciled(ctx, m)
 	case accountTick:
 		a.onTick(ctx)
+	case equityDue:
+		a.onEquityDue(ctx)
+	case equityRead:
+		a.onEquityRead(ctx, m)
 	case repairDue:
 		if a.repairCause != "" { // not already taken up by a reconcile
 			a.dirty = true
@@ -160,6 +174,9 @@ func (a *accountActor) load(ctx actor.Context) {
 		select {
 		case e.loads <- struct{}{}:
 			m.cfg, m.err = store.LoadFollowerConfig(lctx, e.pool, id)
+			if m.err == nil {
+				m.prot, m.err = store.LoadProtection(lctx, e.pool, id)
+			}
 			if m.err == nil && first {
 				m.tickets, m.err = store.OpenTickets(lctx, e.pool, id)
 				m.withTickets = m.err == nil
@@ -215,7 +232,7 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 		}
 		// The follower's own close-only mode holds on every link: the planner applies it.
 		settings.Protect.CloseOnly = protect.Stricter(settings.Protect.CloseOnly, protect.CloseOnly(m.cfg.Account.CloseOnly))
-		a.links = append(a.links, linkState{row: l, link: reconcile.Link{ID: l.ID, Magic: l.Magic, Settings: settings}})
+		a.links = append(a.links, linkState{row: l, link: reconcile.Link{ID: l.ID, Magic: l.Magic, Settings: settings}, closeOnly: settings.Protect.CloseOnly})
 		masters[l.MasterID] = master
 	}
 	for id := range a.masters {
@@ -234,6 +251,12 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 			a.ticketsOf(t.LinkID)[t.MasterTicket] = reconcile.TicketMapEntry{LinkID: t.LinkID, MasterTicket: t.MasterTicket, FollowerTicket: t.FollowerTicket, Volume: t.Volume}
 		}
 	}
+	if err := a.loadGuards(m.prot); err != nil {
+		a.board.update(func(s *AccountStatus) { s.LastError = err.Error() })
+		a.e.log.Error().Err(err).Int64("account", a.id).Msg("protections unreadable; copying nothing new")
+	}
+	a.applyProtection(a.e.now())
+	a.scheduleEquity(ctx)
 	ctx.Send(a.e.supervisor, followMasters{accountID: a.id, pid: ctx.Self(), masters: masters})
 	a.signal(Signal{Kind: SignalLoaded, ConfigVersion: a.version, Links: len(a.links)})
 	a.dirty = true
@@ -312,7 +335,7 @@ func (a *accountActor) onEvent(ctx actor.Context, m *masterEvent) {
 		}
 		res := reconcile.PlanEvent(ev, a.input(l, mv))
 		sent = sent || len(res.Actions) > 0
-		if !a.execute(ctx, l, res, ev.ServerTime) {
+		if !a.execute(ctx, l, res, &copyOrigin{serverTime: ev.ServerTime, received: m.received, kind: ev.Kind, master: ev.Position}) {
 			break
 		}
 	}
@@ -390,6 +413,7 @@ func (a *accountActor) maybeReconcile(ctx actor.Context, cause string) {
 	}
 	a.countReconcile(cause)
 	a.reconciling, a.reconCause, a.again, a.againCause, a.dirty, a.repairCause = true, cause, false, "", false, ""
+	a.reconProtGen = a.protGen
 	a.signal(Signal{Kind: SignalReconcileStarted, Cause: cause})
 	a.lastRecon = a.e.now()
 	a.board.update(func(s *AccountStatus) { s.Phase, s.Reconciles = PhaseReconciling, s.Reconciles+1 })
@@ -417,6 +441,8 @@ func (a *accountActor) countReconcile(cause string) {
 		m.ReconcilesPeriodic.Add(1)
 	case causeConfig:
 		m.ReconcilesConfig.Add(1)
+	case causeProtection:
+		m.ReconcilesProtection.Add(1)
 	}
 	a.e.log.Debug().Int64("account", a.id).Int64("epoch", a.epoch).Str("cause", cause).Msg("reconcile")
 }
@@ -443,13 +469,23 @@ func (a *accountActor) onReconciled(ctx actor.Context, r reconcile.Response) {
 	a.board.update(func(s *AccountStatus) {
 		s.Balance, s.Equity, s.Positions = r.Follower.Info.Balance, r.Follower.Info.Equity, len(r.Follower.Positions)
 	})
+	a.observeEquity(ctx, r.Follower.Info.Equity)
 	ok := true
+	if a.reconProtGen != a.protGen {
+		// A stop-out started or ended since the plans were made (this reading or one
+		// during the reconcile): they may copy what is no longer allowed. Plan again.
+		ok = false
+		a.again, a.againCause = true, causeProtection
+	}
 	for _, l := range a.links {
+		if !ok {
+			break
+		}
 		res, found := r.Plans[l.row.ID]
 		if !found {
 			continue
 		}
-		if !a.execute(ctx, l, res, time.Time{}) {
+		if !a.execute(ctx, l, res, nil) {
 			ok = false
 			break
 		}

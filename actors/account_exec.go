@@ -19,8 +19,10 @@ const maxAttempts = 3
 
 // execute carries out one plan for one link: ticket-map changes, then each action, gated.
 // It returns false when it stopped early (gate closed, unknown outcome, lost account);
-// the account is then dirty and the rest waits for the next reconcile.
-func (a *accountActor) execute(ctx actor.Context, l linkState, res reconcile.Result, eventTime time.Time) bool {
+// the account is then dirty and the rest waits for the next reconcile. origin is the master
+// event the plan serves (nil for a reconcile's plan): its orders' latency and slippage are
+// measured against it.
+func (a *accountActor) execute(ctx actor.Context, l linkState, res reconcile.Result, origin *copyOrigin) bool {
 	now := time.Now()
 	var rows []store.TicketRow
 	for _, t := range res.Track {
@@ -35,11 +37,12 @@ func (a *accountActor) execute(ctx actor.Context, l linkState, res reconcile.Res
 		}
 	}()
 	for _, act := range res.Actions {
+		sentAt := time.Now()
 		result, err := a.send(act)
 		if errors.Is(err, errGateClosed) {
 			return false
 		}
-		entry := JournalEntry{Time: now, Action: act.String(), MasterTicket: act.MasterTicket, Ticket: result.Ticket, Result: "ok"}
+		entry := JournalEntry{Time: now, Action: act.String(), MasterTicket: act.MasterTicket, Ticket: result.Ticket, Result: "ok", Link: l.row.ID}
 		if err != nil {
 			entry.Result = errorClassName(err)
 			a.board.journal(entry)
@@ -51,9 +54,12 @@ func (a *accountActor) execute(ctx actor.Context, l linkState, res reconcile.Res
 			}
 			continue
 		}
-		if !eventTime.IsZero() && !result.ServerTime.IsZero() {
-			entry.Latency = result.ServerTime.Sub(eventTime)
+		if origin != nil && !result.ServerTime.IsZero() {
+			entry.Latency = result.ServerTime.Sub(origin.serverTime)
 			a.e.metrics.latency.observe(entry.Latency)
+			entry.Quality, entry.HasQuality = measureQuality(origin, act, result, sentAt, a.follower.Symbols[act.Symbol].Point), true
+			a.e.metrics.observeQuality(entry.Quality)
+			a.board.addQuality(l.row.ID, entry.Quality)
 		}
 		a.board.journal(entry)
 		a.board.update(func(s *AccountStatus) {

@@ -43,26 +43,8 @@ func TestCloseOnlyMode(t *testing.T) {
 		must(t, store.UpdateLink(ctx, c.db.Pool, store.Link{ID: link.ID, Enabled: true, Magic: link.Magic, Settings: b}))
 		c.awaitConfigApplied(fmt.Sprintf("close_only %q applied", mode), f, mark)
 	}
-	// copies lists the master tickets f holds copies of.
-	copies := func() []int64 {
-		ps, err := c.sim.AccountPositions(ctx, fmt.Sprintf("f%d", f))
-		must(t, err)
-		var out []int64
-		for _, p := range ps {
-			if mt, ok := reconcile.ParseMarker(p.Comment); ok && p.Magic == link.Magic {
-				out = append(out, mt)
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
-	want := func(what string, tickets ...int64) {
-		t.Helper()
-		c.eventually(what, 30*time.Second, func() (bool, string) {
-			got := copies()
-			return slices.Equal(got, tickets), fmt.Sprintf("copies of %v, want %v", got, tickets)
-		})
-	}
+	copies := func() []int64 { return c.copiesOf(f, link.Magic) }
+	want := func(what string, tickets ...int64) { t.Helper(); c.awaitCopies(what, f, link.Magic, tickets...) }
 
 	a := c.masterOpen(1, "EURUSD", broker.Buy, 0.5, 0, 0)
 	want("copied", a.Ticket)
@@ -92,6 +74,31 @@ func TestCloseOnlyMode(t *testing.T) {
 	if dups := c.duplicateOpens(); len(dups) > 0 {
 		t.Fatalf("duplicate copies opened: %v", dups)
 	}
+}
+
+// copiesOf lists the master tickets follower f holds copies of under magic, sorted.
+func (c *cluster) copiesOf(f, magic int64) []int64 {
+	c.t.Helper()
+	ps, err := c.sim.AccountPositions(context.Background(), fmt.Sprintf("f%d", f))
+	must(c.t, err)
+	var out []int64
+	for _, p := range ps {
+		if mt, ok := reconcile.ParseMarker(p.Comment); ok && p.Magic == magic {
+			out = append(out, mt)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// awaitCopies waits until follower f holds copies of exactly tickets under magic.
+func (c *cluster) awaitCopies(what string, f, magic int64, tickets ...int64) {
+	c.t.Helper()
+	slices.Sort(tickets)
+	c.eventually(what, 30*time.Second, func() (bool, string) {
+		got := c.copiesOf(f, magic)
+		return slices.Equal(got, tickets), fmt.Sprintf("copies of %v, want %v", got, tickets)
+	})
 }
 
 // awaitConfigApplied waits until follower f's owner has loaded its configuration as it is

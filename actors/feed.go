@@ -21,8 +21,9 @@ type feedRetry struct{}
 
 // feedEvent is one event from the subscription goroutine.
 type feedEvent struct {
-	gen int
-	ev  broker.Event
+	gen      int
+	ev       broker.Event
+	received time.Time // read from the subscription
 }
 
 // masterFeed subscribes to one master's events and fans them out to the AccountActors
@@ -72,7 +73,7 @@ func (f *masterFeed) Receive(ctx actor.Context) {
 			return
 		}
 		f.epoch, f.seq = m.ev.Epoch, m.ev.Seq
-		shared := &masterEvent{masterID: f.master.ID, event: m.ev}
+		shared := &masterEvent{masterID: f.master.ID, event: m.ev, received: m.received}
 		for _, pid := range f.subs {
 			ctx.Send(pid, shared)
 		}
@@ -139,7 +140,7 @@ func (f *masterFeed) onConnected(ctx actor.Context, m feedConnected) {
 	gen, self, root, events := f.gen, ctx.Self(), ctx.ActorSystem().Root, m.events
 	go func() {
 		for ev := range events {
-			root.Send(self, &feedEvent{gen: gen, ev: ev})
+			root.Send(self, &feedEvent{gen: gen, ev: ev, received: time.Now()})
 		}
 		root.Send(self, feedClosed{gen: gen})
 	}()

@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snapcopier/copier/broker"
@@ -31,6 +33,7 @@ type feedUnsubscribe struct{ pid *actor.PID }
 type masterEvent struct {
 	masterID int64
 	event    broker.Event
+	received time.Time // when the node's feed received it: the start of the node's part of the latency
 }
 
 // masterSession tells a follower that its master's feed is (re)connected. restarted says

@@ -36,14 +36,18 @@ type Config struct {
 	ReconcileRate        float64       // reconciles started per second (default 200)
 	OrderTimeout         time.Duration // per broker call (default 10 s)
 	FlushEvery           time.Duration // StatusWriter batch period (default 1 s)
+	// EquityEvery is how often a follower with a stop-out limit (drawdown, daily loss)
+	// reads its equity between reconciles (default 5 s).
+	EquityEvery time.Duration
 	// NoListen turns the release notifications off (a pooler in transaction mode cannot
 	// deliver them): released accounts are then claimed at the interval's pace. By
 	// default the node LISTENs on a connection of its own and claims soon after another
 	// node releases accounts of its platform.
 	NoListen bool
-	// MaxHandOffs bounds the accounts handed back per cycle when the node holds more
-	// than its fair share of its platform (0: leasekeeper.DefaultMaxHandOffs; negative:
-	// never hand off, keep what it holds).
+	// MaxHandOffs bounds the accounts handed back per lease cycle when the node holds more
+	// than its fair share of the platform (its followers spread over the live nodes by
+	// their capacities, plus a 5 % slack); default 500; negative turns fair share off (the
+	// node claims up to its capacity and keeps what it holds).
 	MaxHandOffs int
 }
 
@@ -100,6 +104,12 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushEvery <= 0 {
 		c.FlushEvery = time.Second
+	}
+	if c.EquityEvery < 0 {
+		return fmt.Errorf("%w: equity-every must be > 0, got %v", ErrConfig, c.EquityEvery)
+	}
+	if c.EquityEvery == 0 {
+		c.EquityEvery = 5 * time.Second
 	}
 	return nil
 }
@@ -198,8 +208,8 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	n.keeper = root.Spawn(actor.PropsFromProducer(leasekeeper.NewKeeper(leasekeeper.KeeperConfig{
 		Node: cfg.NodeID, Platform: cfg.Platform, Capacity: cfg.Capacity, Timing: cfg.Lease, Pool: cmp.Or(deps.LeasePool, deps.Pool),
 		Clock: deps.Clock, NodeGate: n.nodeGate, Supervisor: e.supervisor, Flusher: e.writer, Logger: log,
-		OnCycle: n.onCycle, MaxHandOffs: cfg.MaxHandOffs,
-		OnHandOff: func(k int) { e.metrics.HandOffs.Add(int64(k)) },
+		OnCycle: n.onCycle, OnHandOff: func(released int) { e.metrics.HandOffs.Add(int64(released)) },
+		MaxHandOffs: cfg.MaxHandOffs,
 	})))
 	n.listen(cmp.Or(deps.LeasePool, deps.Pool))
 	if cfg.Capacity == 0 {

@@ -19,6 +19,9 @@ const (
 	SignalReconcileDone
 	// SignalCycle: the node's lease cycle ended (Err, Claimed, Owned); Account is 0.
 	SignalCycle
+	// SignalStopOut: a protection stopped the follower out (Cause: the reason; Link: the
+	// link whose limits were breached, 0 for the follower's own).
+	SignalStopOut
 )
 
 // String names the kind.
@@ -34,6 +37,8 @@ func (k SignalKind) String() string {
 		return "reconcile_done"
 	case SignalCycle:
 		return "cycle"
+	case SignalStopOut:
+		return "stop_out"
 	}
 	return "unknown"
 }
@@ -55,6 +60,7 @@ type Signal struct {
 	Claimed       int                 // SignalCycle
 	Owned         int                 // SignalCycle
 	Trigger       leasekeeper.Trigger // SignalCycle: why the cycle ran
+	Link          int64               // SignalStopOut
 }
 
 // signal reports s to the observer, if there is one.

@@ -45,6 +45,11 @@ type JournalEntry struct {
 	Ticket       int64
 	Result       string // "ok", an error class, or "dropped"
 	Latency      time.Duration
+	Link         int64 // the link the order served (0: none, such as a stop-out)
+	// Quality is the latency split and slippage of an order copied on the event path
+	// (HasQuality); a reconcile's orders have none.
+	Quality    Quality
+	HasQuality bool
 }
 
 // journalSize bounds the copy journal kept per account: 20 entries of ~150 bytes each are
@@ -66,14 +71,18 @@ type AccountStatus struct {
 	Crashes    int
 	Reconciles int
 	Dropped    int
+	StopOut    string         // the stop-out in force, "" while copying
+	Quality    []LinkQuality  // per link with copies on the event path, by link id
 	Journal    []JournalEntry // newest last
 }
 
 // accountBoard is one account's live status. Each account has its own lock, so there is
 // no shared lock on the fan-out path.
 type accountBoard struct {
-	mu   sync.Mutex
-	s    AccountStatus
+	mu      sync.Mutex
+	s       AccountStatus
+	quality map[int64]*qualityRing // link → recent copies' quality, allocated on the first
+	// copy
 	gate atomic.Pointer[leasekeeper.Gate] // the account's current gate
 }
 
@@ -101,7 +110,27 @@ func (b *accountBoard) snapshot() AccountStatus {
 		s.GateOpen = g.HoldsLease()
 	}
 	s.Journal = append([]JournalEntry(nil), b.s.Journal...)
+	s.Quality = nil
+	for link, r := range b.quality {
+		s.Quality = append(s.Quality, r.summary(link))
+	}
+	sort.Slice(s.Quality, func(i, j int) bool { return s.Quality[i].Link < s.Quality[j].Link })
 	return s
+}
+
+// addQuality records one copy's quality for link's summary.
+func (b *accountBoard) addQuality(link int64, q Quality) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.quality == nil {
+		b.quality = map[int64]*qualityRing{}
+	}
+	r := b.quality[link]
+	if r == nil {
+		r = &qualityRing{}
+		b.quality[link] = r
+	}
+	r.add(q)
 }
 
 // board holds every account's status; the map is only touched on spawn and stop.
@@ -146,6 +175,8 @@ type Metrics struct {
 	// ReconcilesOrderFailed: an order failed without executing (disconnected, market
 	// closed) and the account is repaired after a pause.
 	ReconcilesOrderFailed atomic.Int64
+	ReconcilesProtection  atomic.Int64 // a stop-out started or ended
+	StopOuts              atomic.Int64 // stop-outs (a breach of a drawdown or daily loss limit)
 	ReconcilesChained     atomic.Int64 // another reconcile right after one: events or causes arrived during it
 	StaleWritesRefused    atomic.Int64
 	Crashes               atomic.Int64
@@ -161,6 +192,31 @@ type Metrics struct {
 	HandOffs              atomic.Int64 // leases handed back to balance the platform
 	latency               latencyHistogram
 	cycle                 latencyHistogram
+	feedLatency           latencyHistogram // the latency split: see Quality
+	nodeLatency           latencyHistogram
+	brokerLatency         latencyHistogram
+	slippage              slippageHistogram
+}
+
+// CopyLatencyParts returns the histograms of the three parts of the copy latency: master
+// server time → received by the node, received → order sent, sent → executed by the
+// broker's clock.
+func (m *Metrics) CopyLatencyParts() (feed, node, broker Histogram) {
+	return m.feedLatency.snapshot(), m.nodeLatency.snapshot(), m.brokerLatency.snapshot()
+}
+
+// Slippage returns the slippage histogram (points; worse is positive).
+func (m *Metrics) Slippage() SlippageHistogram { return m.slippage.snapshot() }
+
+// observe adds one copy's quality to the histograms. Negative parts (clock skew between
+// machines) count in the lowest bucket.
+func (m *Metrics) observeQuality(q Quality) {
+	m.feedLatency.observe(max(q.Feed, 0))
+	m.nodeLatency.observe(max(q.Node, 0))
+	m.brokerLatency.observe(max(q.Broker, 0))
+	if q.HasSlippage {
+		m.slippage.observe(q.Slippage)
+	}
 }
 
 // CopyLatency returns the copy latency histogram (master event to follower order).

@@ -14,6 +14,7 @@ type flushTick struct{}
 
 type flushDone struct {
 	tickets []store.TicketRow // rows to retry after an error
+	prot    []store.ProtectionRow
 	err     error
 }
 
@@ -25,6 +26,9 @@ type statusWriter struct {
 	statuses map[int64]store.AccountStatus
 	snaps    map[int64]store.PositionsSnapshot // latest per account
 	tickets  []store.TicketRow
+	// prot holds the latest protection state per (follower, scope); a stop-out must reach
+	// the database, so a failed write is retried like the ticket map's.
+	prot     map[[2]int64]store.ProtectionRow
 	inFlight bool
 	waiters  []*actor.PID // Flush requests waiting for an empty buffer
 	stop     chan struct{}
@@ -32,7 +36,7 @@ type statusWriter struct {
 
 func newStatusWriter(e *engine) actor.Producer {
 	return func() actor.Actor {
-		return &statusWriter{e: e, statuses: map[int64]store.AccountStatus{}, snaps: map[int64]store.PositionsSnapshot{}}
+		return &statusWriter{e: e, statuses: map[int64]store.AccountStatus{}, snaps: map[int64]store.PositionsSnapshot{}, prot: map[[2]int64]store.ProtectionRow{}}
 	}
 }
 
@@ -62,6 +66,10 @@ func (w *statusWriter) Receive(ctx actor.Context) {
 		w.tickets = append(w.tickets, m.rows...)
 	case snapshotUpdate:
 		w.snaps[m.row.ID] = m.row
+	case protectionUpdate:
+		for _, r := range m.rows {
+			w.prot[[2]int64{r.FollowerID, r.LinkID}] = r
+		}
 	case flushTick:
 		w.flush(ctx)
 	case leasekeeper.Flush:
@@ -72,9 +80,14 @@ func (w *statusWriter) Receive(ctx actor.Context) {
 		if m.err != nil {
 			w.e.log.Warn().Err(m.err).Int("tickets", len(m.tickets)).Msg("status write failed; will retry")
 			w.tickets = append(m.tickets, w.tickets...) // older first: the newer row of a key wins
+			for _, r := range m.prot {
+				if _, newer := w.prot[[2]int64{r.FollowerID, r.LinkID}]; !newer {
+					w.prot[[2]int64{r.FollowerID, r.LinkID}] = r
+				}
+			}
 		}
 		if len(w.waiters) > 0 {
-			if len(w.statuses) > 0 || len(w.snaps) > 0 || len(w.tickets) > 0 && m.err == nil {
+			if len(w.statuses) > 0 || len(w.snaps) > 0 || (len(w.tickets) > 0 || len(w.prot) > 0) && m.err == nil {
 				w.flush(ctx)
 				return
 			}
@@ -92,7 +105,7 @@ func (w *statusWriter) flush(ctx actor.Context) {
 	if w.inFlight {
 		return
 	}
-	if len(w.statuses) == 0 && len(w.snaps) == 0 && len(w.tickets) == 0 {
+	if len(w.statuses) == 0 && len(w.snaps) == 0 && len(w.tickets) == 0 && len(w.prot) == 0 {
 		for _, pid := range w.waiters {
 			if pid != nil {
 				ctx.Send(pid, leasekeeper.Flushed{})
@@ -109,8 +122,13 @@ func (w *statusWriter) flush(ctx actor.Context) {
 	for _, s := range w.snaps {
 		snaps = append(snaps, s)
 	}
+	prot := make([]store.ProtectionRow, 0, len(w.prot))
+	for _, r := range w.prot {
+		prot = append(prot, r)
+	}
 	tickets := w.tickets
 	w.statuses, w.snaps, w.tickets = map[int64]store.AccountStatus{}, map[int64]store.PositionsSnapshot{}, nil
+	w.prot = map[[2]int64]store.ProtectionRow{}
 	w.inFlight = true
 	self, root, e := ctx.Self(), ctx.ActorSystem().Root, w.e
 	go func() {
@@ -121,6 +139,16 @@ func (w *statusWriter) flush(ctx actor.Context) {
 			res, err := store.UpsertTicketsFenced(wctx, e.pool, e.cfg.NodeID, tickets)
 			if err != nil {
 				done.tickets, done.err = tickets, err
+			}
+			e.metrics.StaleWritesRefused.Add(res.Refused)
+		}
+		if len(prot) > 0 {
+			res, err := store.WriteProtectionFenced(wctx, e.pool, e.cfg.NodeID, prot)
+			if err != nil {
+				done.prot = prot
+				if done.err == nil {
+					done.err = err
+				}
 			}
 			e.metrics.StaleWritesRefused.Add(res.Refused)
 		}

@@ -157,7 +157,7 @@ func (s *supervisor) onTerminated(ctx actor.Context, m *actor.Terminated) {
 }
 
 // stopSome stops and forgets accounts the node hands off, and answers once every actor of
-// theirs has ended, an older one still stopping included: only then may their leases be
+// theirs has ended (an older one still stopping included): only then may their leases be
 // released.
 func (s *supervisor) stopSome(ctx actor.Context, m leasekeeper.StopSome) {
 	p := &pendingStop{pids: map[string]bool{}, to: ctx.Sender()}
@@ -169,9 +169,8 @@ func (s *supervisor) stopSome(ctx actor.Context, m leasekeeper.StopSome) {
 		if c := s.children[id]; c != nil {
 			ctx.Stop(c.pid)
 			delete(s.children, id)
-		} else {
-			s.e.board.remove(id)
 		}
+		s.e.board.remove(id)
 	}
 	for pid, id := range s.byPID {
 		if ids[id] {

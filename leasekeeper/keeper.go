@@ -1,7 +1,6 @@
 package leasekeeper
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,8 +32,6 @@ type KeeperConfig struct {
 	Logger  zerolog.Logger
 	// OnCycle, when set, is called from the actor after every cycle (keep it cheap).
 	OnCycle func(CycleReport)
-	// OnHandOff, when set, is called from the actor with the leases a hand-off released.
-	OnHandOff func(released int)
 	// Cycle runs one lease cycle; default store.LeaseCycle on Pool. Tests inject a fake.
 	Cycle func(ctx context.Context, req store.CycleRequest) (store.CycleResult, error)
 	// Release gives back every held lease at shutdown; default store.ReleaseAll on Pool.
@@ -43,14 +40,17 @@ type KeeperConfig struct {
 	// that the nodes woken by one release do not all claim at the same instant.
 	WakeJitter time.Duration
 	// MaxHandOffs bounds the accounts handed back per cycle when the node holds more than
-	// its fair share (default 500; negative: never hand off).
+	// its fair share (default 500; negative: never hand off, and claim up to Capacity
+	// whatever the share).
 	MaxHandOffs int
 	// HandOffTimeout bounds the stop of the accounts handed off (default 15 s): if they
-	// have not all stopped by then nothing is released (their gates stay fenced, so their
-	// leases run out and move as a crashed node's would).
+	// have not all stopped by then nothing is released: they are no longer renewed, so
+	// their leases run out and move as a crashed node's would.
 	HandOffTimeout time.Duration
 	// HandOff releases handed-off leases; default store.HandOff on Pool.
 	HandOff func(ctx context.Context, node string, held []store.Held) (int64, error)
+	// OnHandOff, when set, is called from the actor with the leases a hand-off released.
+	OnHandOff func(released int)
 }
 
 // Hand-off defaults.
@@ -85,7 +85,7 @@ type released struct {
 	err error
 }
 
-// handedOff carries the end of a hand-off's release back into the actor.
+// handedOff carries the end of a hand-off back into the actor.
 type handedOff struct {
 	held []store.Held
 	n    int64
@@ -115,11 +115,13 @@ type Keeper struct {
 	wakeTimer     *time.Timer
 	leaseEndTimer *time.Timer
 	queued        *Trigger
-	// handingOff: accounts being handed back (their gates fenced, their actors stopping):
-	// renewed until released, never confirmed or reported as owned again.
-	handingOff map[int64]bool
-	// masters: the lowest master of each held account (store.Owned.Master).
-	masters map[int64]int64
+	// handingOff holds the accounts being handed back (id → epoch): their gates are
+	// revoked and their actors stopping; they are renewed until released, never confirmed
+	// or reported as owned again. handedOff remembers the (id, epoch) leases a hand-off
+	// gave back, so that a cycle that renewed one before the release committed cannot
+	// bring it back.
+	handingOff map[int64]int64
+	handedOff  map[int64]int64
 }
 
 // NewKeeper returns the actor's producer.
@@ -155,7 +157,7 @@ func NewKeeper(cfg KeeperConfig) actor.Producer {
 		}
 	}
 	return func() actor.Actor {
-		return &Keeper{cfg: cfg, gates: map[int64]*Gate{}, epochs: map[int64]int64{}, handingOff: map[int64]bool{}, masters: map[int64]int64{}}
+		return &Keeper{cfg: cfg, gates: map[int64]*Gate{}, epochs: map[int64]int64{}, handingOff: map[int64]int64{}, handedOff: map[int64]int64{}}
 	}
 }
 
@@ -309,7 +311,13 @@ func (k *Keeper) startCycle(ctx actor.Context, trigger Trigger) {
 	req := store.CycleRequest{
 		Node: k.cfg.Node, Platform: k.cfg.Platform, Lease: k.cfg.Timing.Lease,
 		Held: append([]store.Held(nil), k.held...), Capacity: k.cfg.Capacity, NoClaim: k.draining,
-		Share: func(v store.ClusterView) int { return FairShare(v, k.cfg.Node) },
+	}
+	if k.cfg.MaxHandOffs >= 0 {
+		req.Share = func(v store.ClusterView) int { return FairShare(v, k.cfg.Node) }
+		if len(k.handingOff) == 0 && !k.draining {
+			bound := k.cfg.MaxHandOffs
+			req.HandOffs = func(owned, share int) int { return HandOffCount(owned, share, bound) }
+		}
 	}
 	self, root, cycle, clock := ctx.Self(), ctx.ActorSystem().Root, k.cfg.Cycle, k.cfg.Clock
 	k.queued = nil
@@ -351,9 +359,7 @@ func (k *Keeper) finishCycle(ctx actor.Context, m cycleDone) {
 		}
 	default:
 		report = k.apply(ctx, m, report)
-		if len(m.res.View.Nodes) > 0 { // a cycle that saw its platform (fakes in tests may not)
-			report.HandingOff = k.startHandOff(ctx, m.res.Share)
-		}
+		report.HandingOff = k.startHandOff(ctx, report.Owned, m.res.Share, m.res.HandOff)
 	}
 	if k.cfg.OnCycle != nil {
 		k.cfg.OnCycle(report)
@@ -390,11 +396,13 @@ func (k *Keeper) apply(ctx actor.Context, m cycleDone, report CycleReport) Cycle
 		}
 	}
 	k.held = k.held[:0]
-	clear(k.masters)
 	for _, o := range m.res.Owned {
-		k.masters[o.ID] = o.Master
-		if k.handingOff[o.ID] {
-			// Renewed until its release commits, but never confirmed or owned again.
+		if ep, ok := k.handedOff[o.ID]; ok && ep == o.Epoch {
+			continue // renewed before its hand-off's release committed: released since
+		}
+		if ep, ok := k.handingOff[o.ID]; ok && ep == o.Epoch {
+			// Renewed until its release commits (its actor may still be finishing an
+			// order), but never confirmed or owned again.
 			k.held = append(k.held, store.Held{ID: o.ID, Epoch: o.Epoch})
 			continue
 		}
@@ -410,6 +418,12 @@ func (k *Keeper) apply(ctx actor.Context, m cycleDone, report CycleReport) Cycle
 		g.Confirm(lease)
 		owned[o.ID] = OwnedAccount{Epoch: o.Epoch, ConfigVersion: o.ConfigVersion, Gate: g}
 		k.held = append(k.held, store.Held{ID: o.ID, Epoch: o.Epoch})
+	}
+	for id, ep := range k.handedOff {
+		if now[id] != ep {
+			// This cycle did not renew that lease: later ones cannot (it is not held).
+			delete(k.handedOff, id)
+		}
 	}
 	report.Lost -= len(m.res.Released) // released on purpose, not lost
 	k.cfg.NodeGate.Confirm(lease)
@@ -469,45 +483,63 @@ func (k *Keeper) release(ctx actor.Context) {
 }
 
 // startHandOff begins to hand back the surplus over the node's fair share (HandOffCount:
-// hysteresis, never below the share, bounded per cycle), one hand-off at a time. The
-// accounts' gates are fenced at once (no new order), their actors stop (each finishes its
-// in-flight order), their statuses are flushed, and only then are their leases released
-// by (id, epoch), which wakes the other nodes. It returns how many it began to hand off.
-func (k *Keeper) startHandOff(ctx actor.Context, share int) int {
-	if len(k.handingOff) > 0 || k.draining || k.cfg.MaxHandOffs < 0 || share <= 0 {
+// hysteresis, never below the share, at most MaxHandOffs per cycle), one hand-off at a
+// time. The accounts' gates are revoked at once (no new order), their actors stop (each
+// finishes its order in flight), the statuses and ticket maps are flushed, and only then
+// are the leases released by (id, epoch), which wakes the other nodes. It returns how many
+// accounts it began to hand off.
+func (k *Keeper) startHandOff(ctx actor.Context, owned, share int, picked []store.Held) int {
+	if len(k.handingOff) > 0 || k.draining || k.stopping || k.cfg.MaxHandOffs < 0 || share <= 0 {
 		return 0
 	}
-	n := HandOffCount(len(k.held), share, k.cfg.MaxHandOffs)
+	n := HandOffCount(owned, share, k.cfg.MaxHandOffs)
 	if n == 0 {
 		return 0
 	}
-	// Whole masters' followers go together (by master, then id, from the end): the node
-	// keeps the feeds of the masters it keeps, and the claims of the others gather a
-	// master's followers too.
-	byMaster := slices.Clone(k.held)
-	slices.SortStableFunc(byMaster, func(a, b store.Held) int { return cmp.Compare(k.masters[a.ID], k.masters[b.ID]) })
-	handOff := slices.Clone(byMaster[len(byMaster)-n:])
-	ids := make([]int64, n)
-	for i, h := range handOff {
-		ids[i] = h.ID
-		k.handingOff[h.ID] = true
-		if g := k.gates[h.ID]; g != nil {
-			g.Fence()
+	// The cycle picked them (whole masters with the fewest followers here first), among
+	// the leases it renewed; those this node still holds confirmed go. Without a pick the
+	// highest ids go.
+	held := map[int64]int64{}
+	for _, h := range k.held {
+		held[h.ID] = h.Epoch
+	}
+	var handOff []store.Held
+	for _, h := range picked {
+		if ep, ok := held[h.ID]; ok && ep == h.Epoch && len(handOff) < n {
+			handOff = append(handOff, h)
 		}
 	}
-	k.cfg.Logger.Info().Str("node", k.cfg.Node).Int("accounts", n).Int("share", share).Int("held", len(k.held)).Msg("handing off accounts over the fair share")
+	for i := len(k.held) - 1; i >= 0 && len(handOff) < n && len(picked) == 0; i-- {
+		handOff = append(handOff, k.held[i])
+	}
+	if len(handOff) == 0 {
+		return 0
+	}
+	ids := make([]int64, len(handOff))
+	for i, h := range handOff {
+		ids[i] = h.ID
+		k.handingOff[h.ID] = h.Epoch
+		if g := k.gates[h.ID]; g != nil {
+			g.Revoke()
+		}
+		delete(k.gates, h.ID)
+		delete(k.epochs, h.ID)
+	}
+	k.cfg.Logger.Info().Str("node", k.cfg.Node).Int("accounts", len(ids)).Int("share", share).Int("owned", owned).Msg("handing off accounts over the fair share")
 	f := ctx.RequestFuture(k.cfg.Supervisor, StopSome{IDs: ids}, k.cfg.HandOffTimeout)
 	ctx.ReenterAfter(f, func(_ any, err error) {
 		if k.stopping || k.halted {
-			return // the shutdown releases them, or a crash leaves them to expire
+			return // the shutdown releases them with the rest; a halted node lets them expire
 		}
 		if err != nil {
-			// Not every actor stopped: releasing now could let a new owner send while one
-			// of ours still does. Their gates stay fenced, so their leases run out.
-			k.cfg.Logger.Warn().Err(err).Int("accounts", n).Msg("hand-off: accounts did not stop in time; their leases will expire instead")
-			for _, h := range handOff {
-				delete(k.handingOff, h.ID)
-			}
+			// An actor may still be sending: releasing now could let a new owner send
+			// beside it. They are no longer renewed, so their leases run out instead.
+			k.cfg.Logger.Warn().Err(err).Int("accounts", len(ids)).Msg("hand-off: accounts did not stop in time; their leases will run out instead")
+			k.finishHandOff(handedOff{held: handOff, err: err})
+			return
+		}
+		if k.cfg.Flusher == nil {
+			k.releaseHandOff(ctx, handOff)
 			return
 		}
 		ff := ctx.RequestFuture(k.cfg.Flusher, Flush{}, k.cfg.HandOffTimeout)
@@ -515,24 +547,19 @@ func (k *Keeper) startHandOff(ctx actor.Context, share int) int {
 			if f, ok := res.(Flushed); ok && f.Err != nil {
 				err = f.Err
 			}
-			if k.stopping || k.halted {
-				return
-			}
 			if err != nil {
-				// Releasing now could let the new owner read a ticket map that lacks our
-				// last copies. Their gates stay fenced, so their leases run out instead.
-				k.cfg.Logger.Warn().Err(err).Int("accounts", n).Msg("hand-off: flush failed; their leases will expire instead")
-				for _, h := range handOff {
-					delete(k.handingOff, h.ID)
-				}
+				k.cfg.Logger.Warn().Err(err).Msg("hand-off: status flush failed; releasing anyway")
+			}
+			if k.stopping || k.halted {
 				return
 			}
 			k.releaseHandOff(ctx, handOff)
 		})
 	})
-	return n
+	return len(ids)
 }
 
+// releaseHandOff releases the handed-off leases off the mailbox.
 func (k *Keeper) releaseHandOff(ctx actor.Context, held []store.Held) {
 	self, root, handOff, node := ctx.Self(), ctx.ActorSystem().Root, k.cfg.HandOff, k.cfg.Node
 	rctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timing.CycleDeadline())
@@ -543,22 +570,22 @@ func (k *Keeper) releaseHandOff(ctx actor.Context, held []store.Held) {
 	}()
 }
 
-// finishHandOff forgets the handed-off accounts. After a failed release they are
-// forgotten too: their gates are fenced, so they are not renewed again and their leases
-// run out.
+// finishHandOff forgets the handed-off accounts: they are not renewed again, and a cycle
+// that renewed one before the release committed is ignored for it. After a failed release
+// their leases run out by themselves.
 func (k *Keeper) finishHandOff(m handedOff) {
 	gone := map[int64]bool{}
 	for _, h := range m.held {
 		gone[h.ID] = true
 		delete(k.handingOff, h.ID)
-		delete(k.gates, h.ID)
-		delete(k.epochs, h.ID)
+		k.handedOff[h.ID] = h.Epoch
 	}
 	k.held = slices.DeleteFunc(k.held, func(h store.Held) bool { return gone[h.ID] })
 	if m.err != nil {
-		k.cfg.Logger.Warn().Err(m.err).Int("accounts", len(m.held)).Msg("hand-off release failed; the leases will expire instead")
+		k.cfg.Logger.Warn().Err(m.err).Int("accounts", len(m.held)).Msg("hand-off release failed; the leases will run out instead")
+		return
 	}
-	if k.cfg.OnHandOff != nil && m.err == nil {
+	if k.cfg.OnHandOff != nil {
 		k.cfg.OnHandOff(int(m.n))
 	}
 }

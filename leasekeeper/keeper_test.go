@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,12 +47,11 @@ type keeperHarness struct {
 	owned    testwait.Log[Owned]
 	reports  testwait.Log[CycleReport]
 	releases testwait.Log[[]store.Held]
+	handoffs testwait.Log[[]store.Held] // hand-off releases, as the store was asked
+	handed   testwait.Log[int]          // hand-offs the keeper finished (OnHandOff)
+	stopSome testwait.Log[[]int64]
 	nodeGate *Gate
 	sup      *actor.PID
-	// steps records the hand-off's steps in the order they happened: "stop", "flush",
-	// "release"; handOffs what each hand-off released.
-	steps    testwait.Log[string]
-	handOffs testwait.Log[[]store.Held]
 
 	mu          sync.Mutex
 	stopAnswers bool // the fake supervisor answers StopAccounts
@@ -71,7 +69,7 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 		case Owned:
 			h.owned.Add(m)
 		case StopSome:
-			h.steps.Add("stop")
+			h.stopSome.Add(m.IDs)
 			ctx.Respond(SomeStopped{})
 		case StopAccounts:
 			h.mu.Lock()
@@ -84,7 +82,6 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 	}))
 	flusher := h.sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(Flush); ok && answerStop {
-			h.steps.Add("flush")
 			ctx.Respond(Flushed{})
 		}
 	}))
@@ -115,13 +112,11 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 			h.releases.Add(held)
 			return int64(len(held)), nil
 		},
-		MaxHandOffs: 3,
-		OnHandOff:   func(int) { h.steps.Add("done") },
 		HandOff: func(_ context.Context, _ string, held []store.Held) (int64, error) {
-			h.steps.Add("release")
-			h.handOffs.Add(held)
+			h.handoffs.Add(held)
 			return int64(len(held)), nil
 		},
+		OnHandOff: h.handed.Add,
 	})))
 	t.Cleanup(func() {
 		_ = h.sys.Root.StopFuture(h.keeper).Wait()
@@ -470,52 +465,58 @@ func TestKeeperLeaseEndWaitCountsFromTheResult(t *testing.T) {
 	}
 }
 
-// view is a cycle's result that saw its platform: share is the node's fair share.
-func view(share int, accs ...store.Owned) store.CycleResult {
-	res := owns(accs...)
-	res.Share = share
-	res.View = store.ClusterView{Followers: 2 * share, Nodes: []store.NodeLoad{{ID: "m", Capacity: 10}, {ID: "n", Capacity: 10}}}
-	return res
-}
-
-// TestKeeperHandOffStopsFlushesThenReleasesByEpoch: a node above its share plus slack
-// fences the surplus at once, stops its actors, flushes, and only then releases them by
-// (id, epoch); at most MaxHandOffs per cycle, never below the share, the followers of its
-// highest masters first (whole masters move); the handed-off accounts are renewed until
-// released but never handed to the supervisor again.
-func TestKeeperHandOffStopsFlushesThenReleasesByEpoch(t *testing.T) {
+// TestKeeperHandOff: a node over its fair share (plus slack) hands back its surplus, the
+// highest ids: their gates close at once, the Supervisor stops their actors, and only then
+// are they released by (id, epoch). A cycle that renewed them before the release committed
+// does not bring them back; once a cycle no longer holds them, a new claim (a new epoch)
+// is owned again.
+func TestKeeperHandOff(t *testing.T) {
 	h := newKeeperHarness(t, true)
-	var accs []store.Owned
-	for id := int64(1); id <= 8; id++ {
-		accs = append(accs, store.Owned{ID: id, Epoch: 10 + id, Master: 100 - id})
+	at := func(epoch int64, ids ...int64) store.CycleResult {
+		var res store.CycleResult
+		for _, id := range ids {
+			res.Owned = append(res.Owned, store.Owned{ID: id, Epoch: epoch})
+		}
+		res.Share = 2
+		res.View = store.ClusterView{Followers: 4, Nodes: []store.NodeLoad{{ID: "m", Capacity: 10}, {ID: "n", Capacity: 10}}}
+		return res
 	}
-	_, rep := h.cycle(cycleAnswer{res: view(4, accs...)}) // share 4, slack 1: 4 to hand off, bounded to 3
-	if rep.HandingOff != 3 {
-		t.Fatalf("handing off %d, want 3 (the bound)", rep.HandingOff)
+	_, rep := h.cycle(cycleAnswer{res: at(1, 1, 2, 3, 4)})
+	if rep.HandingOff != 2 || rep.Share != 2 || rep.LiveNodes != 2 {
+		t.Fatalf("report %+v: want 2 handed off of 4 at a share of 2", rep)
 	}
 	gates := h.lastOwned().Accounts
-	h.steps.Await(t, "hand-off done", 0, 30*time.Second, func(s []string) (bool, string) {
-		return slices.Contains(s, "done"), strings.Join(s, " ")
-	})
-	if got := strings.Join(h.steps.Since(0), " "); got != "stop flush release done" {
-		t.Fatalf("hand-off steps %q, want stop flush release done", got)
+	h.handed.Await(t, "hand-off released", 0, 30*time.Second, func(n []int) (bool, string) { return len(n) == 1 && n[0] == 2, fmt.Sprint(n) })
+	if stops := h.stopSome.Since(0); len(stops) != 1 || fmt.Sprint(stops[0]) != "[4 3]" {
+		t.Fatalf("StopSome %v, want [[4 3]]", stops)
 	}
-	got := h.handOffs.Since(0)[0]
-	if len(got) != 3 || got[0].ID != 3 || got[1].ID != 2 || got[2].ID != 1 {
-		t.Fatalf("released %v, want accounts 3, 2, 1 (the followers of the highest masters)", got)
+	if rel := h.handoffs.Since(0); len(rel) != 1 || fmt.Sprint(rel[0]) != "[{4 1} {3 1}]" {
+		t.Fatalf("released %v, want [4 3] at epoch 1", rel)
 	}
-	for _, r := range got {
-		if r.Epoch != 10+r.ID {
-			t.Fatalf("released %v: account %d at epoch %d, it is held at %d", got, r.ID, r.Epoch, 10+r.ID)
-		}
-		if gates[r.ID].Gate.HoldsLease() {
-			t.Fatalf("account %d was released with its gate open", r.ID)
-		}
+	if gates[3].Gate.HoldsLease() || gates[4].Gate.HoldsLease() || !gates[1].Gate.HoldsLease() {
+		t.Fatal("the handed-off accounts' gates must be closed, the others open")
 	}
-	// The next cycle holds 5 (share 4 + slack 1): nothing more to hand off.
+
+	// A cycle that renewed 3 and 4 before their release committed.
 	h.tick()
-	c, rep := h.cycle(cycleAnswer{res: view(4, accs[3:]...)})
-	if len(c.req.Held) != 5 || rep.HandingOff != 0 || len(h.lastOwned().Accounts) != 5 {
-		t.Fatalf("after the hand-off: held %v, handing off %d, owned %d", c.req.Held, rep.HandingOff, len(h.lastOwned().Accounts))
+	call, rep := h.cycle(cycleAnswer{res: at(1, 1, 2, 3, 4)})
+	if fmt.Sprint(call.req.Held) != "[{1 1} {2 1}]" {
+		t.Fatalf("the cycle after the hand-off holds %v, want only 1 and 2", call.req.Held)
+	}
+	if owned := h.lastOwned().Accounts; len(owned) != 2 || owned[3].Gate != nil || owned[4].Gate != nil || rep.HandingOff != 0 {
+		t.Fatalf("after the hand-off: owned %v, handing off %d", owned, rep.HandingOff)
+	}
+	// They are gone from the next result; claimed again later at a new epoch, 3 is owned.
+	h.tick()
+	h.cycle(cycleAnswer{res: at(1, 1, 2)})
+	h.tick()
+	h.cycle(cycleAnswer{res: at(1, 1, 2)})
+	res := at(1, 1, 2)
+	res.Owned = append(res.Owned, store.Owned{ID: 3, Epoch: 2})
+	res.Share = 3
+	h.tick()
+	h.cycle(cycleAnswer{res: res})
+	if owned := h.lastOwned().Accounts; len(owned) != 3 || !owned[3].Gate.HoldsLease() {
+		t.Fatalf("a new claim of 3 is not owned: %v", owned)
 	}
 }

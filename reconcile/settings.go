@@ -97,14 +97,6 @@ func (s Settings) Validate() error {
 	s.Stops.validate(&fe)
 	s.Limits.validate(&fe)
 	s.Window.validate(&fe)
-	// The stop-outs are validated but not enforced yet: refuse them rather than accept a
-	// protection that does nothing.
-	if s.Protect.Drawdown != nil {
-		fe.add("protect.max_drawdown", "stop-outs are not enforced by this version; use close_only")
-	}
-	if s.Protect.DailyLoss != nil {
-		fe.add("protect.daily_loss", "stop-outs are not enforced by this version; use close_only")
-	}
 	if err := s.Protect.Validate(); err != nil {
 		for _, e := range unjoin(err) {
 			var pe *protect.FieldError

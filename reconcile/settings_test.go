@@ -113,8 +113,12 @@ func TestParseSettingsErrors(t *testing.T) {
 		{`{"limits":{"max_lots_per_symbol":-1}}`, "limits.max_lots_per_symbol"},
 		{`{"window":{"max_age_seconds":-1}}`, "window.max_age_seconds"},
 		{`{"window":{"max_deviation_points":-1}}`, "window.max_deviation_points"},
-		{`{"protect":{"max_drawdown":{"percent":20}}}`, "protect.max_drawdown"}, // not enforced yet
-		{`{"protect":{"daily_loss":{"amount":50}}}`, "protect.daily_loss"},      // not enforced yet
+		{`{"protect":{"max_drawdown":{"percent":120}}}`, "protect.max_drawdown.percent"},
+		{`{"protect":{"max_drawdown":{"percent":-5}}}`, "protect.max_drawdown.percent"},
+		{`{"protect":{"max_drawdown":{"percent":5,"amount":10}}}`, "protect.max_drawdown"},
+		{`{"protect":{"daily_loss":{"amount":-50}}}`, "protect.daily_loss.amount"},
+		{`{"protect":{"daily_loss":{"amount":50,"time_zone":"Mars/Olympus"}}}`, "protect.daily_loss.time_zone"},
+		{`{"protect":{"daily_loss":{"amount":50,"reset_at":"25:00"}}}`, "protect.daily_loss.reset_at"},
 		{`{"protect":{"close_only":"later"}}`, "protect.close_only"},
 		{`{"protect":{"max_drawdown":{"pct":5}}}`, "protect.max_drawdown.pct"},
 		// decoding errors

@@ -26,9 +26,6 @@ type Owned struct {
 	Epoch         int64
 	ConfigVersion int64
 	Claimed       bool // newly claimed in this cycle (a takeover or first claim)
-	// Master is the lowest master the follower copies (0: none); set when the cycle has a
-	// Share, so that a hand-off can give back whole masters' followers.
-	Master int64
 }
 
 // CycleRequest is the input of one lease cycle.
@@ -47,6 +44,9 @@ type CycleRequest struct {
 	// Share, when set, is this node's fair share given the platform's live nodes and
 	// followers: the claim stops there (and never exceeds Capacity).
 	Share func(ClusterView) int
+	// HandOffs, when set with Share, is how many of its renewed leases the node should
+	// hand back given what it holds and its share; the cycle then picks them (HandOff).
+	HandOffs func(owned, share int) int
 }
 
 // CycleResult is what one committed lease cycle established.
@@ -63,6 +63,10 @@ type CycleResult struct {
 	NextForeignExpiry time.Duration
 	View              ClusterView // the platform as the cycle saw it (this node with its renewals)
 	Share             int         // Share(View); zero without Share
+	// HandOff are the renewed leases the node should hand back (HandOffs of them): the
+	// followers of the masters with the fewest followers on this node first, whole masters
+	// at a time, so that a master's followers gather on few nodes.
+	HandOff []Held
 }
 
 // ErrBadCycle reports an invalid CycleRequest.
@@ -92,14 +96,24 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 		if err := notifyReleased(ctx, tx, req.Node, platforms); err != nil {
 			return err
 		}
-		view, err := readView(ctx, tx, req, len(renewed))
-		if err != nil {
-			return err
-		}
+		var view ClusterView
+		var handOff []Held
 		free, share := req.Capacity-len(renewed), 0
 		if req.Share != nil {
+			// Only for the share: counting the platform's followers is most of what fair
+			// share adds to a cycle (BENCHMARKS.md).
+			if view, err = readView(ctx, tx, req, len(renewed)); err != nil {
+				return err
+			}
 			share = req.Share(view)
 			free = min(free, share-len(renewed))
+			if req.HandOffs != nil {
+				if n := req.HandOffs(len(renewed), share); n > 0 {
+					if handOff, err = pickHandOff(ctx, tx, renewed, n); err != nil {
+						return err
+					}
+				}
+			}
 		}
 		var claimed []Owned
 		if free > 0 && !req.NoClaim && (req.SkipClaim == nil || !req.SkipClaim()) {
@@ -107,13 +121,8 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 				return err
 			}
 		}
-		res = CycleResult{Released: released, Renewed: len(renewed), Claimed: len(claimed), View: view, Share: share}
+		res = CycleResult{Released: released, Renewed: len(renewed), Claimed: len(claimed), View: view, Share: share, HandOff: handOff}
 		res.Owned = mergeOwned(renewed, claimed)
-		if req.Share != nil {
-			if err := fillMasters(ctx, tx, res.Owned); err != nil {
-				return err
-			}
-		}
 		if len(res.Owned) < req.Capacity && !req.NoClaim && (req.Share == nil || len(res.Owned) < share) {
 			if res.NextForeignExpiry, err = nextForeignExpiry(ctx, tx, req.Platform, req.Node); err != nil {
 				return err
@@ -208,8 +217,7 @@ func nextForeignExpiry(ctx context.Context, tx pgx.Tx, platform, node string) (t
 // claimFollowers locks up to limit free or expired followers in a CTE (which PostgreSQL
 // runs exactly once; an IN-subquery may be re-run and update more than limit rows) and
 // takes them with a new epoch. Followers of masters the node already follows come first,
-// then the rest by master, so that a master's followers gather on few nodes (fewer master
-// feeds per node).
+// so that a master's followers gather on few nodes (fewer master feeds per node).
 func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int) ([]Owned, error) {
 	rows, err := tx.Query(ctx, `
 		WITH followed AS (
@@ -222,7 +230,7 @@ func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int)
 			  AND (node_id IS NULL OR lease_until IS NULL OR lease_until < now())
 			ORDER BY NOT EXISTS (SELECT 1 FROM copy_links l JOIN followed m ON m.master_id = l.master_id
 				WHERE l.follower_id = trading_accounts.id AND l.enabled),
-			  (SELECT min(l.master_id) FROM copy_links l WHERE l.follower_id = trading_accounts.id AND l.enabled), id
+				(SELECT min(l.master_id) FROM copy_links l WHERE l.follower_id = trading_accounts.id AND l.enabled), id
 			LIMIT $4
 			FOR UPDATE SKIP LOCKED)
 		UPDATE trading_accounts t
@@ -235,39 +243,41 @@ func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int)
 	return pgx.CollectRows(rows, scanOwned(true))
 }
 
+// pickHandOff chooses n of the renewed leases to hand back: the followers of the masters
+// with the fewest followers among them first (whole masters at a time, then by master id),
+// highest follower ids first within a master.
+func pickHandOff(ctx context.Context, tx pgx.Tx, renewed []Owned, n int) ([]Held, error) {
+	ids, epochs := make([]int64, len(renewed)), make([]int64, len(renewed))
+	for i, o := range renewed {
+		ids[i], epochs[i] = o.ID, o.Epoch
+	}
+	rows, err := tx.Query(ctx, `
+		WITH mine AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS m(id, epoch)),
+		fm AS (SELECT m.id, m.epoch, coalesce(min(l.master_id), 0) AS master
+			FROM mine m LEFT JOIN copy_links l ON l.follower_id = m.id AND l.enabled GROUP BY m.id, m.epoch),
+		sizes AS (SELECT master, count(*) AS n FROM fm GROUP BY master)
+		SELECT fm.id, fm.epoch FROM fm JOIN sizes s ON s.master = fm.master
+		ORDER BY s.n, fm.master, fm.id DESC LIMIT $3`, ids, epochs, n)
+	if err != nil {
+		return nil, fmt.Errorf("pick hand-offs: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Held, error) {
+		var h Held
+		err := row.Scan(&h.ID, &h.Epoch)
+		return h, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pick hand-offs: %w", err)
+	}
+	return out, nil
+}
+
 func scanOwned(claimed bool) pgx.RowToFunc[Owned] {
 	return func(row pgx.CollectableRow) (Owned, error) {
 		o := Owned{Claimed: claimed}
 		err := row.Scan(&o.ID, &o.Epoch, &o.ConfigVersion)
 		return o, err
 	}
-}
-
-// fillMasters sets Owned.Master (owned is sorted by id).
-func fillMasters(ctx context.Context, tx pgx.Tx, owned []Owned) error {
-	if len(owned) == 0 {
-		return nil
-	}
-	ids := make([]int64, len(owned))
-	for i, o := range owned {
-		ids[i] = o.ID
-	}
-	rows, err := tx.Query(ctx, `SELECT follower_id, min(master_id) FROM copy_links
-		WHERE follower_id = ANY($1) AND enabled GROUP BY follower_id`, ids)
-	if err != nil {
-		return fmt.Errorf("masters: %w", err)
-	}
-	var f, m int64
-	_, err = pgx.ForEachRow(rows, []any{&f, &m}, func() error {
-		if i, ok := slices.BinarySearchFunc(owned, f, func(o Owned, id int64) int { return cmp.Compare(o.ID, id) }); ok {
-			owned[i].Master = m
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("masters: %w", err)
-	}
-	return nil
 }
 
 func mergeOwned(renewed, claimed []Owned) []Owned {

@@ -54,8 +54,8 @@ func readView(ctx context.Context, tx pgx.Tx, req CycleRequest, owned int) (Clus
 	return v, nil
 }
 
-// claimCapacity is what the node offers its platform: nothing while it claims nothing (a
-// drained node), so that the others' shares grow to take its accounts.
+// claimCapacity is the capacity a node offers its platform: none while it does not claim
+// (draining, claiming paused), so that the others' shares cover every follower.
 func claimCapacity(req CycleRequest) int {
 	if req.NoClaim {
 		return 0

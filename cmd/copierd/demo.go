@@ -55,6 +55,7 @@ type demoFlags struct {
 	seed                       uint64
 	logFormat, logLevel        string
 	broker                     string // "sim" or "fix"
+	losingAfter                time.Duration
 }
 
 // runDemo is the demo subcommand.
@@ -70,6 +71,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.duration, "duration", 0, "stop after trading this long (0: run until Ctrl-C)")
 	fs.DurationVar(&f.progress, "progress", 2*time.Second, "time between progress lines")
 	fs.DurationVar(&f.settle, "settle", 15*time.Second, "at the end, how long to wait for the copies to catch up before the verdict")
+	fs.DurationVar(&f.losingAfter, "losing-after", 20*time.Second, "after trading this long, master 1 loses on gold until follower 1 is stopped out by its 3 % drawdown limit (0: never)")
 	fs.DurationVar(&f.lease, "lease", 6*time.Second, "lease length of the nodes")
 	fs.DurationVar(&f.fence, "fence", 2*time.Second, "fence of the nodes")
 	fs.DurationVar(&f.interval, "interval", time.Second, "lease cycle interval of the nodes")
@@ -253,6 +255,11 @@ func (d *demo) run(ctx context.Context) (code int) {
 		}
 		return fail(err)
 	}
+	if d.f.losingAfter > 0 {
+		if err := d.guardFollower(ctx); err != nil {
+			return fail(err)
+		}
+	}
 
 	// Nodes: each with its own connection pool, as separate processes would have.
 	stopNodes := d.startNodes(ctx)
@@ -319,9 +326,22 @@ func (d *demo) run(ctx context.Context) (code int) {
 	}
 	progress := time.NewTicker(d.f.progress)
 	defer progress.Stop()
+	var losingC <-chan time.Time
+	if d.f.losingAfter > 0 && len(d.followers) > 0 {
+		t := time.NewTimer(d.f.losingAfter)
+		defer t.Stop()
+		losingC = t.C
+	}
+	streakCtx, stopStreak := context.WithCancel(ctx)
+	defer stopStreak()
+	streakDone := make(chan bool, 1)
+	streakRan := false
 loop:
 	for {
 		select {
+		case <-losingC:
+			streakRan = true
+			go func() { streakDone <- d.losingStreak(streakCtx) }()
 		case <-ctx.Done():
 			d.printf("interrupted; stopping")
 			break loop
@@ -334,18 +354,26 @@ loop:
 	}
 	stopGen()
 	<-genDone
+	streakOK := true
+	if streakRan {
+		// The streak ends by itself, at the latest after its steps; interrupted, it proves nothing.
+		streakOK = <-streakDone || ctx.Err() != nil
+	}
 	d.printf("%s", d.summary())
 
 	// Let the copies catch up, then judge.
 	d.printf("trading stopped; waiting up to %v for the copies to catch up ...", d.f.settle)
 	v := d.settle()
 	v.print(d.out)
+	if !streakOK {
+		d.printf("verdict: the losing streak did not stop follower %d out", d.followers[0].id)
+	}
 
 	web.stopping.Store(true)
 	nodesStopped = true
 	stopNodes()
 	d.reportLeases()
-	if !v.ok() {
+	if !v.ok() || !streakOK {
 		return exitFailure
 	}
 	return exitOK
@@ -480,7 +508,7 @@ func (d *demo) startNodes(ctx context.Context) (stop func()) {
 				return stop
 			}
 		}
-		n, err := actors.Start(ctx, actors.Config{NodeID: id, Platform: "sim", Capacity: d.f.capacity, Lease: d.timing},
+		n, err := actors.Start(ctx, actors.Config{NodeID: id, Platform: "sim", Capacity: d.f.capacity, Lease: d.timing, EquityEvery: time.Second},
 			actors.Deps{Pool: pool, Broker: bk, Logger: d.log, Credentials: d.console.credentials()})
 		if err != nil {
 			d.log.Error().Err(err).Str("node", id).Msg("start node")
@@ -570,6 +598,7 @@ func (d *demo) settle() verdict {
 // verdict is the end-of-run comparison of every follower with its master.
 type verdict struct {
 	followers, inLine int
+	stopOuts          string // the stop-outs line
 	masterPositions   int
 	copies            int
 	problems          []string // one per follower out of line
@@ -581,8 +610,8 @@ func (v verdict) ok() bool { return v.inLine == v.followers }
 // print writes the verdict.
 func (v verdict) print(w io.Writer) {
 	if v.ok() {
-		fmt.Fprintf(w, "verdict: OK — all %d followers are in line with their masters (%d copies of %d master positions)\n",
-			v.followers, v.copies, v.masterPositions)
+		fmt.Fprintf(w, "verdict: OK — all %d followers are in line with their masters (%d copies of %d master positions; %s)\n",
+			v.followers, v.copies, v.masterPositions, v.stopOuts)
 		return
 	}
 	fmt.Fprintf(w, "verdict: NOT IN LINE — %d of %d followers are in line with their masters; the others:\n", v.inLine, v.followers)
@@ -606,6 +635,8 @@ func (d *demo) check() verdict {
 	defer cancel()
 	masterPos := make([]map[int64]broker.Position, len(d.masters))
 	v := verdict{followers: len(d.followers)}
+	stopped := d.stoppedOut(ctx)
+	v.stopOuts = stopOutLine(stopped)
 	for i, m := range d.masters {
 		ps, err := d.sim.AccountPositions(ctx, m.login)
 		masterPos[i] = map[int64]broker.Position{}
@@ -624,6 +655,15 @@ func (d *demo) check() verdict {
 			continue
 		}
 		v.copies += len(ps)
+		if stopped[f.id] != nil {
+			// Stopped out: its copies were closed and nothing new is copied.
+			if len(ps) != 0 {
+				v.problems = append(v.problems, fmt.Sprintf("follower %d is stopped out but holds %d positions", f.id, len(ps)))
+				continue
+			}
+			v.inLine++
+			continue
+		}
 		if why := followerProblem(f, ps, masterPos[f.master]); why != "" {
 			v.problems = append(v.problems, fmt.Sprintf("follower %d (%s, master %d): %s", f.id, f.settings.Sizing.Mode, d.masters[f.master].id, why))
 			continue

@@ -32,6 +32,8 @@ type engineCollector struct {
 	gauges   map[string]*prometheus.Desc
 	latency  *prometheus.Desc
 	cycle    *prometheus.Desc
+	part     *prometheus.Desc // the copy latency split: label part
+	slippage *prometheus.Desc
 }
 
 // counterFamily is one counterDef with its descriptor.
@@ -46,13 +48,13 @@ var gaugeHelp = []struct{ name, help, label string }{
 	{"copier_node_info", "Constant 1, labelled with the node's id and platform.", "platform"},
 	{"copier_capacity", "Most follower accounts the node holds.", ""},
 	{"copier_owned_accounts", "Follower accounts the node owns now.", ""},
+	{"copier_fair_share", "The node's fair share of its platform's enabled followers at its last cycle.", ""},
+	{"copier_live_nodes", "Live nodes of the node's platform at its last cycle (this one included).", ""},
 	{"copier_accounts", "Owned follower accounts by phase.", "phase"},
 	{"copier_gate_open", "1 when the node's lease is trusted now (orders may be sent), else 0.", ""},
 	{"copier_trust_remaining_seconds", "Seconds until the node's trust ends unless a cycle renews it (0 when closed).", ""},
 	{"copier_last_cycle_ok", "1 when the node's last lease cycle succeeded, else 0.", ""},
 	{"copier_release_listener_up", "1 when the node receives release notifications now, else 0 (claims follow the interval).", ""},
-	{"copier_fair_share", "The node's fair share of its platform's enabled followers at its last cycle.", ""},
-	{"copier_live_nodes", "Live nodes of the node's platform at its last cycle (itself included).", "platform"},
 }
 
 func newEngineCollector(nodes func() []*actors.Node) *engineCollector {
@@ -76,6 +78,10 @@ func newEngineCollector(nodes func() []*actors.Node) *engineCollector {
 	}
 	c.latency = prometheus.NewDesc("copier_copy_latency_seconds", "Master event to follower order, by the trade server's clock.", []string{"node"}, nil)
 	c.cycle = prometheus.NewDesc("copier_lease_cycle_duration_seconds", "Duration of one lease cycle.", []string{"node"}, nil)
+	c.part = prometheus.NewDesc("copier_copy_latency_part_seconds",
+		"The copy latency in three parts: feed (master server time to received by the node), node (received to order sent), broker (sent to executed, by the trade server's clock). Clock skew between machines shows in feed and broker.",
+		[]string{"node", "part"}, nil)
+	c.slippage = prometheus.NewDesc("copier_copy_slippage_points", "The follower's fill against the master's open price, in the follower symbol's points; worse is positive.", []string{"node"}, nil)
 	return c
 }
 
@@ -88,6 +94,8 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	ch <- c.latency
+	ch <- c.part
+	ch <- c.slippage
 	ch <- c.cycle
 }
 
@@ -113,6 +121,8 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge("copier_capacity", float64(cfg.Capacity), id)
 		gauge("copier_owned_accounts", float64(len(snap.Accounts)), id)
+		gauge("copier_fair_share", float64(snap.LastCycle.Share), id)
+		gauge("copier_live_nodes", float64(snap.LastCycle.LiveNodes), id)
 		counts := map[actors.AccountPhase]int{}
 		for _, a := range snap.Accounts {
 			counts[a.Phase]++
@@ -124,18 +134,26 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("copier_trust_remaining_seconds", max(snap.Remaining.Seconds(), 0), id)
 		gauge("copier_last_cycle_ok", boolFloat(snap.LastCycle.Err == nil && !snap.LastCycle.Started.IsZero()), id)
 		gauge("copier_release_listener_up", boolFloat(n.Listening()), id)
-		gauge("copier_fair_share", float64(snap.LastCycle.Share), id)
-		gauge("copier_live_nodes", float64(snap.LastCycle.LiveNodes), id, cfg.Platform)
 		ch <- constHistogram(c.latency, met.CopyLatency(), id)
 		ch <- constHistogram(c.cycle, met.CycleDuration(), id)
+		feed, node, brk := met.CopyLatencyParts()
+		ch <- constHistogram(c.part, feed, id, "feed")
+		ch <- constHistogram(c.part, node, id, "node")
+		ch <- constHistogram(c.part, brk, id, "broker")
+		sl := met.Slippage()
+		slBuckets := make(map[float64]uint64, len(sl.Counts))
+		for i, le := range actors.SlippageBounds() {
+			slBuckets[le] = uint64(sl.Counts[i])
+		}
+		ch <- prometheus.MustNewConstHistogram(c.slippage, uint64(sl.Count), sl.Sum, slBuckets, id)
 	}
 }
 
 // constHistogram converts the engine's cumulative snapshot.
-func constHistogram(desc *prometheus.Desc, h actors.Histogram, node string) prometheus.Metric {
+func constHistogram(desc *prometheus.Desc, h actors.Histogram, labels ...string) prometheus.Metric {
 	buckets := make(map[float64]uint64, len(h.Counts))
 	for i, le := range actors.HistogramBounds() {
 		buckets[le] = uint64(h.Counts[i])
 	}
-	return prometheus.MustNewConstHistogram(desc, uint64(h.Count), h.Sum, buckets, node)
+	return prometheus.MustNewConstHistogram(desc, uint64(h.Count), h.Sum, buckets, labels...)
 }

@@ -53,12 +53,13 @@ type runFlags struct {
 	dbURL, platform, broker, bridgeToken, nodeID string
 	capacity                                     int
 	lease, fence, interval, clockSkew            time.Duration
-	reconcileEvery, orderTimeout                 time.Duration
+	reconcileEvery, orderTimeout, equityEvery    time.Duration
 	shutdownTimeout                              time.Duration
 	httpAddr, logFormat, logLevel                string
-	httpMaxConns, maxHandOffs                    int
+	httpMaxConns                                 int
 	trustedProxies                               string
 	migrate, noListen                            bool
+	maxHandOffs                                  int
 }
 
 // runRun is the run subcommand.
@@ -76,9 +77,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.interval, "interval", leasekeeper.DefaultInterval, "time between lease cycles (< lease − fence)")
 	fs.DurationVar(&f.clockSkew, "clock-skew", leasekeeper.DefaultClockSkew, "most this node's clock and the trade server's may disagree; an order's deadline is checked by the receiver (fence > skew + drift)")
 	fs.DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Minute, "reconcile every account this often to repair drift (negative: never)")
+	fs.DurationVar(&f.equityEvery, "equity-every", 5*time.Second, "read the equity of followers with a stop-out limit this often")
 	fs.DurationVar(&f.orderTimeout, "order-timeout", 10*time.Second, "deadline of one broker call")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
-	fs.IntVar(&f.maxHandOffs, "max-handoffs", leasekeeper.DefaultMaxHandOffs, "most accounts handed back per lease cycle when the node holds more than its fair share plus a slack (negative: never hand off)")
+	fs.IntVar(&f.maxHandOffs, "max-handoffs", 500, "most accounts handed back per lease cycle when this node holds more than its fair share of the platform (negative: no fair share; claim up to --capacity and keep it)")
 	fs.BoolVar(&f.noListen, "no-listen", false, "do not LISTEN for other nodes' lease releases (behind a pooler in transaction mode): released accounts are then claimed at the interval's pace")
 	fs.BoolVar(&f.migrate, "migrate", true, "apply the database migrations at start (safe with many nodes); false only checks the connection")
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /readyz, /metrics and a status page on HOST:PORT (empty: off)")
@@ -116,8 +118,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := timing.Validate(); err != nil {
 		return usageErr(err)
 	}
-	if f.orderTimeout <= 0 || f.shutdownTimeout <= 0 {
-		return usageErr(errors.New("--order-timeout and --shutdown-timeout must be positive"))
+	if f.orderTimeout <= 0 || f.shutdownTimeout <= 0 || f.equityEvery <= 0 {
+		return usageErr(errors.New("--order-timeout, --shutdown-timeout and --equity-every must be positive"))
 	}
 	pgcfg, err := store.ParseConfig(f.dbURL, store.Options{ApplicationName: "copierd-run"})
 	if err != nil {
@@ -160,8 +162,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := actors.Config{
 		NodeID: f.nodeID, Platform: f.platform, Capacity: f.capacity, Lease: timing,
-		ReconcileEvery: f.reconcileEvery, OrderTimeout: f.orderTimeout, NoListen: f.noListen,
-		MaxHandOffs: f.maxHandOffs,
+		ReconcileEvery: f.reconcileEvery, OrderTimeout: f.orderTimeout, NoListen: f.noListen, EquityEvery: f.equityEvery, MaxHandOffs: f.maxHandOffs,
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageErr(err)

@@ -360,7 +360,9 @@ func TestRunServesAndReleasesLeasesOnSignal(t *testing.T) {
 		checkMetrics(t, body, `copier_gate_open{node="test-node"} 1`, `copier_lease_cycle_duration_seconds_bucket{node="test-node",le="+Inf"}`,
 			`copier_copy_latency_seconds_count{node="test-node"}`, `copier_orders_total{node="test-node",result="ok"}`,
 			"# TYPE copier_copy_latency_seconds histogram", "# TYPE copier_orders_total counter", "copier_trust_remaining_seconds",
-			`copier_fair_share{node="test-node"} 1`, `copier_live_nodes{node="test-node",platform=`, `copier_lease_handoffs_total{node="test-node"} 0`)
+			`copier_copy_latency_part_seconds_count{node="test-node",part="feed"}`, `copier_copy_latency_part_seconds_count{node="test-node",part="broker"}`,
+			`copier_copy_slippage_points_count{node="test-node"}`, `copier_stopouts_total{node="test-node"} 0`,
+			`copier_reconciles_total{node="test-node",reason="protection"} 0`)
 		return ""
 	})
 	if code, body, err := httpGet("http://" + addr + "/"); err != nil || code != http.StatusOK || !strings.Contains(body, "test-node") {
@@ -477,7 +479,8 @@ func TestRunOverBridgeToSim(t *testing.T) {
 	}
 }
 
-// TestDemoShortRun: a short demo on a test database ends in line and exits 0.
+// TestDemoShortRun: a short demo on a test database ends in line and exits 0; its losing
+// master stops out the follower that has a drawdown limit, whose copies are closed.
 func TestDemoShortRun(t *testing.T) {
 	noLeaks(t)
 	db := storetest.NewDB(t)
@@ -485,12 +488,12 @@ func TestDemoShortRun(t *testing.T) {
 	defer cancel()
 	var out, errb syncBuffer
 	code := dispatch(ctx, []string{"demo", "--database-url", db.URL, "--duration", "8s", "--followers", "20", "--masters", "2",
-		"--nodes", "2", "--http", "127.0.0.1:0", "--progress", "1s"}, &out, &errb)
+		"--nodes", "2", "--http", "127.0.0.1:0", "--progress", "1s", "--losing-after", "1s"}, &out, &errb)
 	if code != exitOK {
 		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
 	for _, want := range []string{"console: http://127.0.0.1:", "created 2 masters and 20 followers", "the nodes own all 20 followers",
-		"verdict: OK — all 20 followers", "all 20 leases released"} {
+		"verdict: OK — all 20 followers", "follower 1000001 stopped out: max_drawdown", "1 follower(s) stopped out", "all 20 leases released"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("stdout lacks %q:\n%s", want, out.String())
 		}

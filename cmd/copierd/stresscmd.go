@@ -66,6 +66,7 @@ func runStress(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.Uint64Var(&o.Seed, "seed", d.Seed, "seed of the load, the fault schedule and the simulator")
 	fs.BoolVar(&o.EnforceTokens, "enforce-tokens", false, "the simulator rejects orders with a stale fencing token")
 	fs.BoolVar(&o.Dedup, "dedup", false, "the simulator de-duplicates request ids")
+	fs.StringVar(&o.Scenario, "scenario", "faults", `"faults" (the nodes run from the start; faults are injected) or "scale" (one node first, the others join one by one, then one stops cleanly and one is killed; the verdict adds the time to balance and the clean stop's hand-over)`)
 	fs.StringVar(&o.Broker, "broker", "bridge", `how the nodes reach the simulator: "bridge" or "fix" (FIX 4.4 through the simulator's FIX front)`)
 	fs.BoolVar(&o.Progress, "progress", true, "draw a progress bar")
 	fs.StringVar(&o.NodeLogLevel, "node-log-level", d.NodeLogLevel, "nodes' --log-level")

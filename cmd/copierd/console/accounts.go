@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -219,8 +220,12 @@ type accountDetail struct {
 	Row       accountRowView
 	Links     []linkRowView
 	Journal   []journalJSON
+	Quality   []qualityJSON // per link, when this process's node runs the account
 	Positions positionsJSON
 	NodeID    string // this process's node, "" when none
+	// Protection is the follower's stop-out limits and state (followers only).
+	Protection *protectionJSON
+	LimitsJSON string // the follower's own limits, for the form
 }
 
 // linkRowView is a link on a page.
@@ -247,9 +252,21 @@ func (s *Server) loadAccount(ctx context.Context, id int64, withPositions bool) 
 	}
 	if d.Row.Live != nil {
 		d.Journal = newJournalJSON(d.Row.Live.Journal)
+		d.Quality = newQualityJSON(d.Row.Live.Quality)
 	}
 	if withPositions {
 		d.Positions = s.loadPositions(ctx, a, links)
+	}
+	if a.Role == store.RoleFollower {
+		p, err := s.loadProtection(ctx, id)
+		if err != nil {
+			return accountDetail{}, err
+		}
+		d.Protection = &p
+		if p.Limits.Enabled() || p.Limits.KeepOnBreach {
+			doc, _ := json.Marshal(p.Limits)
+			d.LimitsJSON = string(doc)
+		}
 	}
 	return d, nil
 }
@@ -280,6 +297,9 @@ type accountDetailJSON struct {
 	// Journal is the recent copy journal, newest first, when this process's node runs the
 	// account (null otherwise).
 	Journal []journalJSON `json:"journal"`
+	// Quality is each link's copy quality over its recent copies, when this process's node
+	// runs the account (null otherwise).
+	Quality []qualityJSON `json:"quality"`
 }
 
 // apiAccount serves GET /api/accounts/{id}.
@@ -301,7 +321,7 @@ func (s *Server) apiAccount(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) detailJSON(d accountDetail) accountDetailJSON {
-	out := accountDetailJSON{Account: newAccountJSON(d.Row.AccountRow, d.Row.Live), Links: make([]linkJSON, 0, len(d.Links)), Journal: d.Journal}
+	out := accountDetailJSON{Account: newAccountJSON(d.Row.AccountRow, d.Row.Live), Links: make([]linkJSON, 0, len(d.Links)), Journal: d.Journal, Quality: d.Quality}
 	for _, l := range d.Links {
 		out.Links = append(out.Links, newLinkJSON(l.LinkRow))
 	}

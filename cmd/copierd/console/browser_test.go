@@ -316,6 +316,45 @@ func TestBrowserDrivesTheEngine(t *testing.T) {
 	b.poll("the positions view pairs the copy", `!!document.querySelector('#positions table.pairs tr.state-copied')`, 10*time.Second)
 	b.shot("account-102-copied")
 
+	// Follower 103 gets a 100 USD drawdown limit from its page; the master's position loses
+	// 100 pips (200 USD on the 0.2-lot copy): 103 is stopped out, its page shows it, and the
+	// page's reset button (a form with the CSRF token) resumes it.
+	b.do("set 103's drawdown limit",
+		chromedp.Navigate(base+"/accounts/103"),
+		chromedp.WaitVisible(chromedp.ID("protection-form")),
+		chromedp.SetValue(chromedp.ID("limits"), `{"max_drawdown": {"amount": 100}}`),
+		chromedp.Click(chromedp.CSS(`#protection-form button[data-action="save-protection"]`)),
+	)
+	b.poll("the limit saved", `location.search.includes("done=protections")`, 10*time.Second)
+	eventually(t, "follower 103 holds its copy under the limit", 20*time.Second, func() (bool, string) {
+		var n int
+		must(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM protection_state WHERE follower_id = 103`).Scan(&n))
+		ps, err := srv.AccountPositions(ctx, "f103")
+		return err == nil && n == 1 && len(ps) == 1, fmt.Sprintf("%d states, positions %+v %v", n, ps, err)
+	})
+	srv.SetPrice("EURUSD", pos.OpenPrice-0.0100)
+	eventually(t, "follower 103 stopped out", 30*time.Second, func() (bool, string) {
+		var stopped bool
+		must(t, db.Pool.QueryRow(ctx, `SELECT state ? 'stop' FROM protection_state WHERE follower_id = 103 AND link_id = 0`).Scan(&stopped))
+		return stopped, "no stop-out stored"
+	})
+	b.do("103's page shows the stop-out",
+		chromedp.Navigate(base+"/accounts/103"),
+		chromedp.WaitVisible(chromedp.ID("stopout-badge-0")),
+	)
+	b.shot("account-103-stopped-out")
+	if msg := b.text("#stopout-0"); !strings.Contains(msg, "max_drawdown") {
+		t.Fatalf("the stop-out does not say why: %q", msg)
+	}
+	b.do("reset 103", chromedp.Click(chromedp.CSS(`#stopout-0 button[data-action="reset-0"]`)))
+	b.poll("the reset done", `location.search.includes("done=reset") && !document.querySelector("#stopout-badge-0")`, 10*time.Second)
+	var resets int64
+	var stillStopped bool
+	must(t, db.Pool.QueryRow(ctx, `SELECT reset_gen, state ? 'stop' FROM protection_state WHERE follower_id = 103 AND link_id = 0`).Scan(&resets, &stillStopped))
+	if resets != 1 || stillStopped {
+		t.Fatalf("after the reset: %d resets, stopped %v", resets, stillStopped)
+	}
+
 	// Disable account 101 from its page: its owner releases it.
 	b.do("disable account 101",
 		chromedp.Navigate(base+"/accounts/101"),
@@ -334,6 +373,7 @@ func TestBrowserDrivesTheEngine(t *testing.T) {
 	// The cluster page shows both nodes.
 	b.do("cluster page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("nodes")))
 	b.poll("both nodes listed", `!!document.querySelector('#nodes tr[data-node="node-a"]') && !!document.querySelector('#nodes tr[data-node="node-b"]')`, 10*time.Second)
+	b.poll("both nodes live, with their shares", `!!document.querySelector('#live-nodes tr[data-live-node="node-a"]') && !!document.querySelector('#live-nodes tr[data-live-node="node-b"]')`, 10*time.Second)
 	cluster := b.shot("cluster")
 
 	// The accounts page for the documentation.

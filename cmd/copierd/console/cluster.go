@@ -13,8 +13,9 @@ type clusterJSON struct {
 	// DBTime is the database's now(): lease times are by this clock.
 	DBTime time.Time        `json:"db_time"`
 	Nodes  []nodeLeasesJSON `json:"nodes"`
-	// LiveNodes are the nodes whose last lease cycle is fresher than one lease, with the
-	// fair share and the hand-offs each recorded.
+	// LiveNodes are the nodes whose last lease cycle is younger than their lease, with
+	// their fair share and hand-offs (issue 12: a node holding more than its share plus a
+	// slack hands the surplus back).
 	LiveNodes []liveNodeJSON `json:"live_nodes"`
 	Totals    totalsJSON     `json:"totals"`
 	// ThisNode is the node embedded in this process (null when none).
@@ -34,16 +35,17 @@ type nodeLeasesJSON struct {
 	ThisProcess         bool      `json:"this_process"`
 }
 
-// liveNodeJSON is one live node as its last lease cycle recorded it (copier_nodes).
+// liveNodeJSON is one live node as its last lease cycle recorded it.
 type liveNodeJSON struct {
-	NodeID        string  `json:"node_id"`
-	Platform      string  `json:"platform"`
-	Capacity      int     `json:"capacity"`
-	Owned         int     `json:"owned"`
-	Share         int     `json:"share"`
-	HandOffs      int64   `json:"handoffs"`
-	LastCycleAgeS float64 `json:"last_cycle_age_seconds"`
-	ThisProcess   bool    `json:"this_process"`
+	NodeID      string    `json:"node_id"`
+	Platform    string    `json:"platform"`
+	Capacity    int       `json:"capacity"`
+	Owned       int       `json:"owned"`
+	Share       int       `json:"share"`
+	HandOffs    int64     `json:"handoffs"`
+	LastCycle   time.Time `json:"last_cycle"`
+	AgeSeconds  float64   `json:"age_seconds"`
+	ThisProcess bool      `json:"this_process"`
 }
 
 type totalsJSON struct {
@@ -67,22 +69,21 @@ func (s *Server) loadCluster(ctx context.Context) (clusterView, error) {
 	if err != nil {
 		return clusterView{}, err
 	}
-	v := clusterView{Totals: tot}
+	v := clusterView{Totals: tot, Live: []liveNodeJSON{}}
 	v.Node, _ = s.nodeView()
+	live, err := store.LiveNodes(ctx, s.opts.Pool)
+	if err != nil {
+		return clusterView{}, err
+	}
+	for _, n := range live {
+		v.Live = append(v.Live, liveNodeJSON{NodeID: n.ID, Platform: n.Platform, Capacity: n.Capacity, Owned: n.Owned, Share: n.Share,
+			HandOffs: n.HandOffs, LastCycle: n.LastCycle, AgeSeconds: n.Age.Seconds(), ThisProcess: v.Node != nil && v.Node.NodeID == n.ID})
+	}
 	for _, n := range nodes {
 		v.Nodes = append(v.Nodes, nodeLeasesJSON{NodeID: n.NodeID, Platforms: n.Platforms, Accounts: n.Accounts, Live: n.Live,
 			EarliestLeaseUntil: n.Earliest, LatestLeaseUntil: n.Latest,
 			EarliestLeftSeconds: n.EarliestLeft.Seconds(), LatestLeftSeconds: n.LatestLeft.Seconds(),
 			ThisProcess: v.Node != nil && v.Node.NodeID == n.NodeID})
-	}
-	live, err := store.LiveNodes(ctx, s.opts.Pool)
-	if err != nil {
-		return clusterView{}, err
-	}
-	v.Live = []liveNodeJSON{}
-	for _, n := range live {
-		v.Live = append(v.Live, liveNodeJSON{NodeID: n.ID, Platform: n.Platform, Capacity: n.Capacity, Owned: n.Owned,
-			Share: n.Share, HandOffs: n.HandOffs, LastCycleAgeS: n.Age.Seconds(), ThisProcess: v.Node != nil && v.Node.NodeID == n.ID})
 	}
 	return v, nil
 }

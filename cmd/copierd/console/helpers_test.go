@@ -296,7 +296,10 @@ func (e *env) snapshot() string {
 	var a, l string
 	must(e.t, e.pool.QueryRow(ctxT(e.t), `SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY id)), '') FROM trading_accounts t`).Scan(&a))
 	must(e.t, e.pool.QueryRow(ctxT(e.t), `SELECT coalesce(md5(string_agg(l::text, '|' ORDER BY id)), '') FROM copy_links l`).Scan(&l))
-	return a + "/" + l
+	var p, s string
+	must(e.t, e.pool.QueryRow(ctxT(e.t), `SELECT coalesce(md5(string_agg(p::text, '|' ORDER BY account_id)), '') FROM account_protection p`).Scan(&p))
+	must(e.t, e.pool.QueryRow(ctxT(e.t), `SELECT coalesce(md5(string_agg(s::text, '|' ORDER BY follower_id, link_id)), '') FROM protection_state s`).Scan(&s))
+	return a + "/" + l + "/" + p + "/" + s
 }
 
 // eventually polls cond until it holds or the deadline passes.

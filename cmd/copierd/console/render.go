@@ -64,6 +64,7 @@ var templateFuncs = template.FuncMap{
 	"add":     func(a, b int) int { return a + b },
 	"list":    func(xs ...any) []any { return xs },
 	"nonzero": func(t time.Time) bool { return !t.IsZero() },
+	"deref":   func(p *float64) float64 { return *p },
 	"pct": func(a, b int) int {
 		if b == 0 {
 			return 0

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -62,7 +63,16 @@ func (f *fieldErrs) summary() string {
 	var b strings.Builder
 	b.WriteString("invalid input: ")
 	first := true
-	for _, k := range []string{"id", "role", "platform", "login", "server", "password", "master_id", "follower_id", "magic", "settings", "enabled"} {
+	// The form's fields in their order, then any other (the protections' JSON paths) sorted.
+	keys := []string{"id", "role", "platform", "login", "server", "password", "master_id", "follower_id", "magic", "settings", "enabled"}
+	var rest []string
+	for k := range f.m {
+		if !slices.Contains(keys, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range append(keys, rest...) {
 		if msg, ok := f.m[k]; ok {
 			if !first {
 				b.WriteString("; ")

@@ -63,6 +63,43 @@ type journalJSON struct {
 	Ticket       int64     `json:"ticket"`
 	Result       string    `json:"result"`
 	LatencyMS    float64   `json:"latency_ms"`
+	Link         int64     `json:"link_id,omitempty"`
+	// The latency split of an order copied from a master event (absent for a reconcile's):
+	// master server time → received by the node, → order sent, → executed (broker's clock).
+	FeedMS   *float64 `json:"feed_ms,omitempty"`
+	NodeMS   *float64 `json:"node_ms,omitempty"`
+	BrokerMS *float64 `json:"broker_ms,omitempty"`
+	// SlippagePoints is the fill against the master's open price, worse positive (opens
+	// copied from the master's open only).
+	SlippagePoints *float64 `json:"slippage_points,omitempty"`
+}
+
+// qualityJSON is one link's copy quality over its recent copies (the owning node's memory).
+type qualityJSON struct {
+	Link            int64   `json:"link_id"`
+	Copies          int     `json:"copies"`
+	SlippageSamples int     `json:"slippage_samples"`
+	SlippageP50     float64 `json:"slippage_p50_points"`
+	SlippageP95     float64 `json:"slippage_p95_points"`
+	TotalP50MS      float64 `json:"latency_p50_ms"`
+	TotalP95MS      float64 `json:"latency_p95_ms"`
+	FeedP50MS       float64 `json:"feed_p50_ms"`
+	FeedP95MS       float64 `json:"feed_p95_ms"`
+	NodeP50MS       float64 `json:"node_p50_ms"`
+	NodeP95MS       float64 `json:"node_p95_ms"`
+	BrokerP50MS     float64 `json:"broker_p50_ms"`
+	BrokerP95MS     float64 `json:"broker_p95_ms"`
+}
+
+func newQualityJSON(qs []actors.LinkQuality) []qualityJSON {
+	out := make([]qualityJSON, 0, len(qs))
+	for _, q := range qs {
+		out = append(out, qualityJSON{Link: q.Link, Copies: q.Copies, SlippageSamples: q.SlippageSamples,
+			SlippageP50: q.SlippageP50, SlippageP95: q.SlippageP95,
+			TotalP50MS: ms(q.TotalP50), TotalP95MS: ms(q.TotalP95), FeedP50MS: ms(q.FeedP50), FeedP95MS: ms(q.FeedP95),
+			NodeP50MS: ms(q.NodeP50), NodeP95MS: ms(q.NodeP95), BrokerP50MS: ms(q.BrokerP50), BrokerP95MS: ms(q.BrokerP95)})
+	}
+	return out
 }
 
 func tptr(t time.Time) *time.Time {
@@ -108,8 +145,17 @@ func newJournalJSON(js []actors.JournalEntry) []journalJSON {
 	out := make([]journalJSON, 0, len(js))
 	for i := len(js) - 1; i >= 0; i-- { // newest first
 		e := js[i]
-		out = append(out, journalJSON{Time: e.Time, Action: e.Action, MasterTicket: e.MasterTicket, Ticket: e.Ticket,
-			Result: e.Result, LatencyMS: ms(e.Latency)})
+		j := journalJSON{Time: e.Time, Action: e.Action, MasterTicket: e.MasterTicket, Ticket: e.Ticket,
+			Result: e.Result, LatencyMS: ms(e.Latency), Link: e.Link}
+		if e.HasQuality {
+			f, n, b := ms(e.Quality.Feed), ms(e.Quality.Node), ms(e.Quality.Broker)
+			j.FeedMS, j.NodeMS, j.BrokerMS = &f, &n, &b
+			if e.Quality.HasSlippage {
+				s := e.Quality.Slippage
+				j.SlippagePoints = &s
+			}
+		}
+		out = append(out, j)
 	}
 	return out
 }

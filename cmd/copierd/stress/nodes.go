@@ -65,6 +65,7 @@ type nodeStats struct {
 	ordersFenced  int64
 	cycleFailures int64
 	leasesLost    int64
+	handOffs      int64 // copier_lease_handoffs_total
 }
 
 // scrape is one parse of a node's /metrics.
@@ -347,6 +348,7 @@ func (n *nodeProc) scrapeMetrics(ctx context.Context, client *http.Client) {
 	}
 	st.cycleFailures = int64(sc.values["copier_lease_cycle_failures_total"])
 	st.leasesLost = int64(sc.values["copier_lease_lost_total"])
+	st.handOffs = int64(sc.values["copier_lease_handoffs_total"])
 	if v, ok := sc.values["go_goroutines"]; ok {
 		st.goroutines = int64(v)
 	}

@@ -120,6 +120,11 @@ type Options struct {
 	// through the simulator's FIX front, broker/sim/fixfront).
 	Broker string
 
+	// Scenario is ScenarioFaults (default) or ScenarioScale: one node first, the others
+	// join one by one during the load, then one stops cleanly and one is killed; Faults
+	// is then the kill only, and Capacity defaults to Followers (one node holds all).
+	Scenario string
+
 	// Progress draws a progress bar on the output while running.
 	Progress bool
 	// NodeLogLevel is the nodes' --log-level (default info).
@@ -176,6 +181,18 @@ func (o *Options) Validate() error {
 	}
 	if o.Broker == "" {
 		o.Broker = "bridge"
+	}
+	switch o.Scenario {
+	case "":
+		o.Scenario = ScenarioFaults
+	case ScenarioFaults:
+	case ScenarioScale:
+		o.Faults = []FaultKind{FaultKill}
+		if o.Capacity == 0 {
+			o.Capacity = o.Followers
+		}
+	default:
+		return bad("scenario %q: want %s or %s", o.Scenario, ScenarioFaults, ScenarioScale)
 	}
 	// The nodes run with copierd run's default --clock-skew: validate as they will.
 	timing := leasekeeper.Config{Lease: o.Lease, Fence: o.Fence, Interval: o.Interval, ClockSkew: leasekeeper.DefaultClockSkew}

@@ -33,12 +33,14 @@ type Report struct {
 	Freezes []Freeze      `json:"freezes,omitempty"`
 
 	// The verdict's numbers, in the order of the issue.
-	Overlaps    OverlapResult   `json:"overlapping_senders"`
-	Positions   PositionsResult `json:"positions"`
-	Failover    FailoverResult  `json:"failover"`
-	Latency     LatencyResult   `json:"copy_latency"`
-	StaleWrites StaleSummary    `json:"stale_writes"`
-	Nodes       []NodeReport    `json:"nodes"`
+	Overlaps  OverlapResult   `json:"overlapping_senders"`
+	Positions PositionsResult `json:"positions"`
+	Failover  FailoverResult  `json:"failover"`
+	// Scale is the scale scenario's membership changes (nil in the faults scenario).
+	Scale       *ScaleResult  `json:"scale,omitempty"`
+	Latency     LatencyResult `json:"copy_latency"`
+	StaleWrites StaleSummary  `json:"stale_writes"`
+	Nodes       []NodeReport  `json:"nodes"`
 
 	Invariants []Invariant        `json:"invariants"`
 	Ownership  []ownershipSample  `json:"ownership,omitempty"`
@@ -175,6 +177,12 @@ func (r *run) report(f finalState, exits map[string]nodeExit, loadDur time.Durat
 	rep.Faults = slices.Clone(r.faults)
 	rep.Freezes = slices.Clone(r.freezes)
 	failovers := slices.Clone(r.failovers)
+	if o.Scenario == ScenarioScale {
+		sc := r.scale
+		sc.Steps, sc.CleanStops = slices.Clone(sc.Steps), slices.Clone(sc.CleanStops)
+		sc.LimitS = round3(r.scaleLimit().Seconds())
+		rep.Scale = &sc
+	}
 	r.faultsMu.Unlock()
 
 	var long []Freeze
@@ -219,6 +227,9 @@ func (r *run) report(f finalState, exits map[string]nodeExit, loadDur time.Durat
 		n.mu.Lock()
 		st := n.stats
 		n.mu.Unlock()
+		if rep.Scale != nil {
+			rep.Scale.HandOffs += st.handOffs
+		}
 		ex := exits[n.id]
 		nr := NodeReport{ID: n.id, PID: n.pid, Started: n.started, Ended: ex.ended, Log: filepath.Base(n.logPath),
 			MaxRSSMB: mb(st.maxRSSKB), LastRSSMB: mb(st.lastRSSKB), CPUSeconds: float64(st.cpuTicks) / clockTicks, Threads: st.threads,
@@ -324,6 +335,25 @@ func (rep *Report) invariants(o Options) []Invariant {
 	add("missed copies", p.Missing+p.Orphans+p.Unidentified+p.Foreign == 0,
 		fmt.Sprintf("%d (open masters without copy %d, copies of closed masters %d, unidentified %d, foreign %d; %d master positions, %d copies)",
 			p.Missing+p.Orphans+p.Unidentified+p.Foreign, p.Missing, p.Orphans, p.Unidentified, p.Foreign, p.MasterPositions, p.Copies), "0")
+	if sc := rep.Scale; sc != nil {
+		var parts []string
+		ok := len(sc.Steps) > 0
+		for _, st := range sc.Steps {
+			ok = ok && st.Balanced
+			parts = append(parts, fmt.Sprintf("%s: %.2fs", st.What, st.Seconds))
+		}
+		add("balance after every membership change", ok,
+			fmt.Sprintf("%s; %d hand-offs", strings.Join(parts, "; "), sc.HandOffs),
+			fmt.Sprintf("every running node within ±10 %% of its share, each within %.0fs", sc.LimitS))
+		csOK := len(sc.CleanStops) > 0
+		var cs []string
+		for _, c := range sc.CleanStops {
+			csOK = csOK && c.Done
+			cs = append(cs, fmt.Sprintf("%s's %d accounts owned by others %.2fs after SIGTERM", c.Node, c.Accounts, c.Seconds))
+		}
+		add("clean stop handed over", csOK, strings.Join(cs, "; "),
+			"every account of a cleanly stopped node owned by another node (target ≤ 1 s after its release; judged within the balance limit)")
+	}
 	fo := rep.Failover
 	foOK := fo.Done == fo.Kills && (fo.Kills == 0 || fo.MaxS <= fo.LimitS)
 	add("failover after kill", foOK,

@@ -85,6 +85,7 @@ type run struct {
 	phase      atomic.Pointer[string]
 
 	faultsMu     sync.Mutex
+	scale        ScaleResult // the scale scenario's measurements
 	faults       []FaultRecord
 	freezes      []Freeze
 	failovers    []Failover
@@ -190,7 +191,11 @@ func (r *run) execute(ctx context.Context) (Report, error) {
 	}
 
 	r.setPhase("nodes")
-	for i := 0; i < o.Nodes; i++ {
+	first := o.Nodes
+	if o.Scenario == ScenarioScale {
+		first = 1 // the others join during the load
+	}
+	for i := 0; i < first; i++ {
 		if _, err := r.startNode(); err != nil {
 			return Report{}, err
 		}
@@ -213,15 +218,22 @@ func (r *run) execute(ctx context.Context) (Report, error) {
 		defer close(loadDone)
 		r.gen.Run(loadCtx, o.Rate)
 	}()
-	plan := planFaults(o, mrand.New(mrand.NewPCG(o.Seed, 0xfa0175)))
-	for _, f := range plan {
-		r.logf("planned fault at +%.1fs: %s %s hold %v", f.At.Seconds(), f.Kind, f.Variant, f.Hold)
-	}
 	faultsDone := make(chan struct{})
-	go func() {
-		defer close(faultsDone)
-		r.runFaults(ctx, plan)
-	}()
+	if o.Scenario == ScenarioScale {
+		go func() {
+			defer close(faultsDone)
+			r.runScale(ctx)
+		}()
+	} else {
+		plan := planFaults(o, mrand.New(mrand.NewPCG(o.Seed, 0xfa0175)))
+		for _, f := range plan {
+			r.logf("planned fault at +%.1fs: %s %s hold %v", f.At.Seconds(), f.Kind, f.Variant, f.Hold)
+		}
+		go func() {
+			defer close(faultsDone)
+			r.runFaults(ctx, plan)
+		}()
+	}
 	endOfLoad := time.NewTimer(o.Duration)
 	select {
 	case <-ctx.Done():

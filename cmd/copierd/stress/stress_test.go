@@ -173,8 +173,29 @@ func TestSmallScenarioFIX(t *testing.T) {
 	runScenario(t, o, fixleaks.Ignore()...)
 }
 
+// TestScaleScenario (issue 12): one node, then two more join one by one while the masters
+// trade; one stops cleanly and one is killed and replaced. Every change ends balanced
+// (every node within ±10 % of its share), the clean stop's accounts move to the others,
+// the kill fails over within the lease bound, and the usual invariants hold (no overlap,
+// duplicate or miss).
+func TestScaleScenario(t *testing.T) {
+	o := smallScenario(t)
+	o.Scenario = ScenarioScale
+	o.Masters, o.Followers, o.Nodes = 6, 150, 3
+	o.Duration, o.Warmup = 20*time.Second, 3*time.Second
+	rep := runScenario(t, o)
+	sc := rep.Scale
+	if sc == nil || len(sc.Steps) != 4 || len(sc.CleanStops) != 1 || sc.HandOffs == 0 {
+		t.Fatalf("scale result %+v: want 2 joins, a clean stop and a kill, with hand-offs", sc)
+	}
+	for _, st := range sc.Steps {
+		t.Logf("scale: %s: balanced after %.2fs (%s)", st.What, st.Seconds, st.Owners)
+	}
+	t.Logf("scale: clean stop: %+v; failover %+v; %d hand-offs", sc.CleanStops[0], rep.Failover, sc.HandOffs)
+}
+
 // runScenario runs o and checks its outputs and verdict.
-func runScenario(t *testing.T, o Options, ignore ...goleak.Option) {
+func runScenario(t *testing.T, o Options, ignore ...goleak.Option) Report {
 	o.OutDir = outDir(t)
 	o.DatabaseURL = externalDatabase(t)
 	t.Logf("seed %d (set COPIER_STRESS_SEED to repeat another)", o.Seed)
@@ -216,7 +237,11 @@ func runScenario(t *testing.T, o Options, ignore ...goleak.Option) {
 	for _, f := range rep.Faults {
 		kinds[f.Kind] = true
 	}
-	for _, k := range AllFaults() {
+	wantFaults := AllFaults()
+	if o.Scenario == ScenarioScale {
+		wantFaults = []FaultKind{FaultKill}
+	}
+	for _, k := range wantFaults {
 		if !kinds[k] && !(k == FaultRestartDB && o.DatabaseURL != "") {
 			t.Errorf("fault %s was not injected", k)
 		}
@@ -227,6 +252,7 @@ func runScenario(t *testing.T, o Options, ignore ...goleak.Option) {
 	if !rep.OK {
 		t.Fatalf("verdict FAIL (seed %d); see the summary above", o.Seed)
 	}
+	return rep
 }
 
 // withoutBar drops the progress bar's redraws from the output, keeping its last state.
