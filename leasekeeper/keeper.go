@@ -547,10 +547,16 @@ func (k *Keeper) startHandOff(ctx actor.Context, owned, share int, picked []stor
 			if f, ok := res.(Flushed); ok && f.Err != nil {
 				err = f.Err
 			}
-			if err != nil {
-				k.cfg.Logger.Warn().Err(err).Msg("hand-off: status flush failed; releasing anyway")
-			}
 			if k.stopping || k.halted {
+				return
+			}
+			if err != nil {
+				// Rows still queued (statuses, the ticket map) would be lost to a release
+				// now, and the new owner would reconcile without them. The node stays, so
+				// nothing forces the release: they are no longer renewed and run out
+				// within one lease, while the writer may still land its queue.
+				k.cfg.Logger.Warn().Err(err).Int("accounts", len(ids)).Msg("hand-off: status flush failed; their leases will run out instead")
+				k.finishHandOff(handedOff{held: handOff, err: err})
 				return
 			}
 			k.releaseHandOff(ctx, handOff)
@@ -571,8 +577,8 @@ func (k *Keeper) releaseHandOff(ctx actor.Context, held []store.Held) {
 }
 
 // finishHandOff forgets the handed-off accounts: they are not renewed again, and a cycle
-// that renewed one before the release committed is ignored for it. After a failed release
-// their leases run out by themselves.
+// that renewed one before the release committed is ignored for it. After a failed stop,
+// flush or release their leases run out by themselves.
 func (k *Keeper) finishHandOff(m handedOff) {
 	gone := map[int64]bool{}
 	for _, h := range m.held {
@@ -582,7 +588,7 @@ func (k *Keeper) finishHandOff(m handedOff) {
 	}
 	k.held = slices.DeleteFunc(k.held, func(h store.Held) bool { return gone[h.ID] })
 	if m.err != nil {
-		k.cfg.Logger.Warn().Err(m.err).Int("accounts", len(m.held)).Msg("hand-off release failed; the leases will run out instead")
+		k.cfg.Logger.Warn().Err(m.err).Int("accounts", len(m.held)).Msg("hand-off ended without a release; the leases will run out instead")
 		return
 	}
 	if k.cfg.OnHandOff != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,11 +51,13 @@ type keeperHarness struct {
 	handoffs testwait.Log[[]store.Held] // hand-off releases, as the store was asked
 	handed   testwait.Log[int]          // hand-offs the keeper finished (OnHandOff)
 	stopSome testwait.Log[[]int64]
+	steps    testwait.Log[string] // "stop", "flush", "release": a hand-off's steps in order
 	nodeGate *Gate
 	sup      *actor.PID
 
 	mu          sync.Mutex
-	stopAnswers bool // the fake supervisor answers StopAccounts
+	stopAnswers bool  // the fake supervisor answers StopAccounts
+	flushErr    error // the fake StatusWriter's answer to Flush
 }
 
 func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
@@ -69,6 +72,7 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 		case Owned:
 			h.owned.Add(m)
 		case StopSome:
+			h.steps.Add("stop")
 			h.stopSome.Add(m.IDs)
 			ctx.Respond(SomeStopped{})
 		case StopAccounts:
@@ -82,7 +86,11 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 	}))
 	flusher := h.sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(Flush); ok && answerStop {
-			ctx.Respond(Flushed{})
+			h.steps.Add("flush")
+			h.mu.Lock()
+			err := h.flushErr
+			h.mu.Unlock()
+			ctx.Respond(Flushed{Err: err})
 		}
 	}))
 	h.sup = sup
@@ -113,6 +121,7 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 			return int64(len(held)), nil
 		},
 		HandOff: func(_ context.Context, _ string, held []store.Held) (int64, error) {
+			h.steps.Add("release")
 			h.handoffs.Add(held)
 			return int64(len(held)), nil
 		},
@@ -518,5 +527,57 @@ func TestKeeperHandOff(t *testing.T) {
 	h.cycle(cycleAnswer{res: res})
 	if owned := h.lastOwned().Accounts; len(owned) != 3 || !owned[3].Gate.HoldsLease() {
 		t.Fatalf("a new claim of 3 is not owned: %v", owned)
+	}
+}
+
+// overShare is a cycle's result at a share of 2 of 4 followers over two live nodes.
+func overShare(epoch int64, ids ...int64) store.CycleResult {
+	var res store.CycleResult
+	for _, id := range ids {
+		res.Owned = append(res.Owned, store.Owned{ID: id, Epoch: epoch})
+	}
+	res.Share = 2
+	res.View = store.ClusterView{Followers: 4, Nodes: []store.NodeLoad{{ID: "m", Capacity: 10}, {ID: "n", Capacity: 10}}}
+	return res
+}
+
+// TestKeeperHandOffFlushesBeforeItReleases: the actors stop, then the StatusWriter flushes
+// (their last statuses and ticket-map rows), and only then is the lease released: the new
+// owner must find what the old one wrote.
+func TestKeeperHandOffFlushesBeforeItReleases(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	h.cycle(cycleAnswer{res: overShare(1, 1, 2, 3, 4)})
+	h.handed.Await(t, "hand-off released", 0, 30*time.Second, func(n []int) (bool, string) { return len(n) == 1, fmt.Sprint(n) })
+	if got := strings.Join(h.steps.Since(0), " "); got != "stop flush release" {
+		t.Fatalf("hand-off steps %q, want \"stop flush release\"", got)
+	}
+}
+
+// TestKeeperHandOffReleasesNothingAfterAFailedFlush: when the flush fails the handed-off
+// leases are not released (the new owner could miss ticket-map rows still queued) and not
+// renewed either: they run out, as a crashed node's would, while the writer may retry.
+func TestKeeperHandOffReleasesNothingAfterAFailedFlush(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	h.mu.Lock()
+	h.flushErr = errors.New("database unreachable")
+	h.mu.Unlock()
+	h.cycle(cycleAnswer{res: overShare(1, 1, 2, 3, 4)})
+	h.steps.Await(t, "hand-off flushed", 0, 30*time.Second, func(s []string) (bool, string) {
+		return slices.Contains(s, "flush"), strings.Join(s, " ")
+	})
+	// Cycles until the hand-off has ended (its accounts are no longer renewed); each one
+	// still renewed them (the hand-off was under way) and reports them.
+	for i := 0; ; i++ {
+		h.tick()
+		call, _ := h.cycle(cycleAnswer{res: overShare(1, 1, 2, 3, 4)})
+		if fmt.Sprint(call.req.Held) == "[{1 1} {2 1}]" {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("after a failed flush the cycles still hold %v, want only 1 and 2 (3 and 4 run out)", call.req.Held)
+		}
+	}
+	if got := strings.Join(h.steps.Since(0), " "); got != "stop flush" || len(h.handoffs.Since(0)) != 0 {
+		t.Fatalf("hand-off steps %q, releases %v: nothing may be released after a failed flush", got, h.handoffs.Since(0))
 	}
 }
