@@ -162,3 +162,23 @@ func TestReleaseIsFencedByTheEpoch(t *testing.T) {
 		t.Fatalf("the newer claim lost %d leases to a stale release", 2-res.Renewed)
 	}
 }
+
+// TestHandOffIsFencedByTheEpoch: a hand-off names (id, epoch) pairs; a lease claimed again
+// since (a new process under the same node id) is untouched, and no hand-off is counted.
+func TestHandOffIsFencedByTheEpoch(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 2)
+	old := cycle(t, db.Pool, "a", nil, 2)
+	expire(t, db.Pool, 1, 2)
+	renewed := cycle(t, db.Pool, "a", nil, 2) // the same node id, a new process: new epochs
+	if n, err := store.HandOff(ctxT(t), db.Pool, "a", heldOf(old.Owned)); err != nil || n != 0 {
+		t.Fatalf("hand-off with the old epochs = %d, %v; want 0", n, err)
+	}
+	if res := cycle(t, db.Pool, "a", heldOf(renewed.Owned), 2); res.Renewed != 2 {
+		t.Fatalf("the newer claim lost %d leases to a stale hand-off", 2-res.Renewed)
+	}
+	if n, err := store.HandOff(ctxT(t), db.Pool, "a", heldOf(renewed.Owned[:1])); err != nil || n != 1 {
+		t.Fatalf("hand-off at the held epoch = %d, %v; want 1", n, err)
+	}
+}
