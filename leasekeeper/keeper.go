@@ -588,7 +588,7 @@ func (k *Keeper) finishHandOff(m handedOff) {
 	}
 	k.held = slices.DeleteFunc(k.held, func(h store.Held) bool { return gone[h.ID] })
 	if m.err != nil {
-		k.cfg.Logger.Warn().Err(m.err).Int("accounts", len(m.held)).Msg("hand-off ended without a release; the leases will run out instead")
+		k.cfg.Logger.Warn().Int("accounts", len(m.held)).Err(m.err).Msg("hand-off ended without a release; the leases will run out instead")
 		return
 	}
 	if k.cfg.OnHandOff != nil {
