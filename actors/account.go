@@ -232,7 +232,12 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 		}
 		// The follower's own close-only mode holds on every link: the planner applies it.
 		settings.Protect.CloseOnly = protect.Stricter(settings.Protect.CloseOnly, protect.CloseOnly(m.cfg.Account.CloseOnly))
-		a.links = append(a.links, linkState{row: l, link: reconcile.Link{ID: l.ID, Magic: l.Magic, Settings: settings}, closeOnly: settings.Protect.CloseOnly})
+		link, err := reconcile.Link{ID: l.ID, Magic: l.Magic, Settings: settings}.Validated()
+		if err != nil {
+			a.board.update(func(s *AccountStatus) { s.LastError = fmt.Sprintf("link %d: %v", l.ID, err) })
+			continue
+		}
+		a.links = append(a.links, linkState{row: l, link: link, closeOnly: settings.Protect.CloseOnly})
 		masters[l.MasterID] = master
 	}
 	for id := range a.masters {
@@ -526,7 +531,7 @@ func (a *accountActor) onTick(ctx actor.Context) {
 // status queues this account's status, and its positions as last seen, for the
 // StatusWriter (which writes both through the fence at its own pace).
 func (a *accountActor) status(ctx actor.Context) {
-	s := a.board.snapshot()
+	s := a.board.fields()
 	now := time.Now()
 	ctx.Send(a.e.writer, statusUpdate{row: store.AccountStatus{
 		ID: a.id, Epoch: a.epoch, Status: s.Phase.String(), LastError: s.LastError,

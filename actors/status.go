@@ -102,6 +102,16 @@ func (b *accountBoard) journal(e JournalEntry) {
 	})
 }
 
+// fields is the status without its journal and quality summaries: what the status row
+// needs, cheap enough for every order.
+func (b *accountBoard) fields() AccountStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.s
+	s.Journal = nil
+	return s
+}
+
 func (b *accountBoard) snapshot() AccountStatus {
 	b.mu.Lock()
 	defer b.mu.Unlock()

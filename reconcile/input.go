@@ -15,6 +15,21 @@ type Link struct {
 	Magic int64
 	// Settings are the link's parsed settings.
 	Settings Settings
+	// valid is set by Validated: the settings passed Validate once, so plans do not run it
+	// again (the event path plans once per master event and follower).
+	valid bool
+}
+
+// Validated returns l marked as validated when its settings are valid, or the validation
+// error. A plan of a validated link skips Settings.Validate; one of any other link runs it.
+// Changing the settings of a validated link must keep them valid (the engine only moves
+// Protect.CloseOnly between valid modes).
+func (l Link) Validated() (Link, error) {
+	if err := l.Settings.Validate(); err != nil {
+		return l, err
+	}
+	l.valid = true
+	return l, nil
 }
 
 // TicketMapEntry is one row of the ticket map (copy_positions): the follower position that

@@ -73,9 +73,11 @@ func (p *planner) valid() bool {
 		p.res.Skipped = append(p.res.Skipped, Skip{Reason: SkipInvalidLink, Detail: fmt.Sprintf("link %d has magic number 0", p.in.Link.ID)})
 		return false
 	}
-	if err := p.s.Validate(); err != nil {
-		p.res.Skipped = append(p.res.Skipped, Skip{Reason: SkipInvalidLink, Detail: err.Error()})
-		return false
+	if !p.in.Link.valid {
+		if err := p.s.Validate(); err != nil {
+			p.res.Skipped = append(p.res.Skipped, Skip{Reason: SkipInvalidLink, Detail: err.Error()})
+			return false
+		}
 	}
 	if m := p.in.Follower.Info.Mode; m != broker.Hedging && m != broker.Netting {
 		p.res.Skipped = append(p.res.Skipped, Skip{Reason: SkipAccountMode, Detail: fmt.Sprintf("follower account mode %d", m)})
