@@ -448,3 +448,27 @@ func TestPlanOrderIsDeterministic(t *testing.T) {
 		t.Fatalf("input order changed the plan:\n%v\n%v", again, res)
 	}
 }
+
+// TestValidatedLinkSkipsOnlyItsOwnValidation: a plan refuses a link with invalid settings
+// (SkipInvalidLink), and Validated refuses to mark one; a link marked by Validated plans
+// without validating again.
+func TestValidatedLinkSkipsOnlyItsOwnValidation(t *testing.T) {
+	in := testInput(broker.Hedging)
+	in.Master.Positions = []broker.Position{mpos(501, "EURUSD", broker.Buy, 0.4, 5*time.Second)}
+	bad := in
+	bad.Link.Settings.Sizing.Multiplier = -1
+	if res := Plan(bad); len(res.Actions) != 0 || !slices.Contains(skipReasons(res), SkipInvalidLink) {
+		t.Fatalf("invalid settings planned: %+v", res)
+	}
+	if _, err := bad.Link.Validated(); err == nil {
+		t.Fatal("Validated accepted invalid settings")
+	}
+	good, err := in.Link.Validated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Link = good
+	if res := Plan(in); len(res.Actions) != 1 || res.Actions[0].Kind != Open {
+		t.Fatalf("a validated link did not plan its copy: %+v", res)
+	}
+}
