@@ -8,6 +8,7 @@ import (
 
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/reconcile/follower"
 )
 
 func TestCrashTakeover(t *testing.T) {
@@ -113,26 +114,26 @@ func TestGapsAndRestartsAreRepaired(t *testing.T) {
 	}
 
 	// Gap: one event of m1 is dropped; the next one shows the gap to each follower.
-	mark, gaps := c.signals.Len(), m.ReconcilesGap.Load()
+	mark, gaps := c.signals.Len(), m.Reconciles(follower.CauseGap)
 	must(t, c.sim.SetFaults(ctx, "m1", broker.Faults{DropEventRate: 1}))
 	p := c.masterOpen(1, "GBPUSD", broker.Buy, 0.4, 0, 0)
 	must(t, c.sim.SetFaults(ctx, "m1", broker.Faults{}))
 	c.masterOpen(1, "USDJPY", broker.Sell, 0.1, 0, 0)
 	c.eventually("gap repaired", 30*time.Second, c.converged)
 	exactlyOne("one gap", mark, m1, "gap")
-	if got := m.ReconcilesGap.Load() - gaps; got != int64(len(m1)) {
+	if got := m.Reconciles(follower.CauseGap) - gaps; got != int64(len(m1)) {
 		t.Errorf("gap metric rose by %d, want %d", got, len(m1))
 	}
 
 	// Restart: m2's feed drops (disconnect fault on its next trade) and is resubscribed
 	// with a new epoch.
-	mark, restarts := c.signals.Len(), m.ReconcilesRestart.Load()
+	mark, restarts := c.signals.Len(), (m.Reconciles(follower.CauseRestart) + m.Reconciles(follower.CauseEpoch))
 	must(t, c.sim.SetFaults(ctx, "m2", broker.Faults{DisconnectRate: 1}))
 	c.masterOpen(2, "GBPUSD", broker.Buy, 0.2, 0, 0)
 	must(t, c.sim.SetFaults(ctx, "m2", broker.Faults{}))
 	c.eventually("restart repaired", 30*time.Second, c.converged)
 	exactlyOne("one feed restart", mark, m2, "feed_restart")
-	if got := m.ReconcilesRestart.Load() - restarts; got != int64(len(m2)) {
+	if got := (m.Reconciles(follower.CauseRestart) + m.Reconciles(follower.CauseEpoch)) - restarts; got != int64(len(m2)) {
 		t.Errorf("restart metric rose by %d, want %d", got, len(m2))
 	}
 

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/internal/backoff"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -130,7 +131,7 @@ func (f *masterFeed) onConnected(ctx actor.Context, m feedConnected) {
 		}
 		f.e.log.Warn().Err(m.err).Int64("master", f.master.ID).Int("attempt", f.fails).Msg("master feed connect failed")
 		self, root := ctx.Self(), ctx.ActorSystem().Root
-		time.AfterFunc(backoff(f.fails, 200*time.Millisecond, 15*time.Second), func() { root.Send(self, feedRetry{}) })
+		time.AfterFunc(backoff.Delay(f.fails, 200*time.Millisecond, 15*time.Second), func() { root.Send(self, feedRetry{}) })
 		return
 	}
 	f.fails = 0

@@ -17,7 +17,6 @@ import (
 
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/leasekeeper"
-	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -201,7 +200,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	n := &Node{e: e, system: system, nodeGate: leasekeeper.NewGate(deps.Clock), subs: map[chan NodeEvent]struct{}{}}
 	root := system.Root
 	e.writer = root.Spawn(actor.PropsFromProducer(newStatusWriter(e)))
-	e.reconciler = root.Spawn(actor.PropsFromProducer(reconcile.NewReconciler(reconcile.ReconcilerConfig{
+	e.reconciler = root.Spawn(actor.PropsFromProducer(newReconciler(reconcilerConfig{
 		Concurrency: cfg.ReconcileConcurrency, RatePerSec: cfg.ReconcileRate, FetchTimeout: cfg.OrderTimeout,
 	})))
 	e.supervisor = root.Spawn(actor.PropsFromProducer(newSupervisor(e), actor.WithSupervisor(stopOnFailure())))

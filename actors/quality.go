@@ -7,46 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/snapcopier/copier/broker"
-	"github.com/snapcopier/copier/reconcile"
-	"github.com/snapcopier/copier/reconcile/protect"
+	"github.com/snapcopier/copier/reconcile/follower"
 )
 
-// copyOrigin is the master event an order serves on the event path: when the master's
-// server stamped it, when this node received it, and the master position it reports.
-type copyOrigin struct {
-	serverTime time.Time
-	received   time.Time
-	kind       broker.EventKind
-	master     broker.Position
-}
-
-// Quality is one copied order's quality: the latency split in three and, for an open
-// copied from the master's open, the slippage.
-type Quality struct {
-	// Feed is master server time → the node received the event (clocks of two machines:
-	// skew shows here). Node is received → order sent. Broker is sent → executed by the
-	// broker's clock (skew shows here too).
-	Feed, Node, Broker time.Duration
-	// Slippage is the follower's fill against the master's price in the follower symbol's
-	// points, positive when worse (reconcile/protect.Slippage); valid when HasSlippage.
-	Slippage    float64
-	HasSlippage bool
-}
-
-// measureQuality is the quality of act, executed at result after being sent at sent, for
-// the event origin o. point is the follower symbol's point (0: unknown, no slippage).
-func measureQuality(o *copyOrigin, act reconcile.Action, result broker.OrderResult, sent time.Time, point float64) Quality {
-	q := Quality{Feed: o.received.Sub(o.serverTime), Node: sent.Sub(o.received)}
-	if !result.ServerTime.IsZero() {
-		q.Broker = result.ServerTime.Sub(sent)
-	}
-	if act.Kind == reconcile.Open && o.kind == broker.Opened && o.master.OpenPrice > 0 && result.Price > 0 && point > 0 {
-		q.Slippage = protect.Slippage(act.Side == broker.Buy, o.master.OpenPrice, result.Price, point)
-		q.HasSlippage = true
-	}
-	return q
-}
+// Quality is one copied order's quality (follower.Quality).
+type Quality = follower.Quality
 
 // qualitySamples is how many recent copies per link the account page's summary covers.
 const qualitySamples = 32

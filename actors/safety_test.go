@@ -13,6 +13,7 @@ import (
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/reconcile/follower"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -42,7 +43,7 @@ func TestUnknownOutcomeOnTheEventPathReconcilesAtOnce(t *testing.T) {
 	})
 	must(t, c.sim.SetFaults(ctx, fmt.Sprintf("f%d", f), broker.Faults{}))
 	c.eventually("copied", 30*time.Second, c.converged)
-	if n1.Metrics().ReconcilesUnknown.Load() == 0 {
+	if n1.Metrics().Reconciles(follower.CauseUnknown) == 0 {
 		t.Fatal("unknown_outcome reconciles not counted")
 	}
 }

@@ -1,56 +1,29 @@
 package actors
 
 import (
-	"github.com/snapcopier/copier/leasekeeper"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/snapcopier/copier/leasekeeper"
+	"github.com/snapcopier/copier/reconcile/follower"
 )
 
-// AccountPhase is where an AccountActor is in its life.
-type AccountPhase int8
+// AccountPhase is where an AccountActor is in its life (follower.Phase).
+type AccountPhase = follower.Phase
 
 // Phases.
 const (
-	PhaseStarting    AccountPhase = iota + 1 // loading configuration, connecting
-	PhaseReconciling                         // fetching and planning
-	PhaseCopying                             // in step with its masters
-	PhaseDirty                               // work was dropped or an outcome is unknown; a reconcile is due
-	PhaseFailed                              // crashed or cannot connect; retried with backoff
+	PhaseStarting    = follower.PhaseStarting    // loading configuration, connecting
+	PhaseReconciling = follower.PhaseReconciling // fetching and planning
+	PhaseCopying     = follower.PhaseCopying     // in step with its masters
+	PhaseDirty       = follower.PhaseDirty       // work was dropped or an outcome is unknown; a reconcile is due
+	PhaseFailed      = follower.PhaseFailed      // crashed or cannot connect; retried with backoff
 )
 
-// String names the phase (it is also the status written to trading_accounts.status).
-func (p AccountPhase) String() string {
-	switch p {
-	case PhaseStarting:
-		return "starting"
-	case PhaseReconciling:
-		return "reconciling"
-	case PhaseCopying:
-		return "copying"
-	case PhaseDirty:
-		return "dirty"
-	case PhaseFailed:
-		return "failed"
-	}
-	return "unknown"
-}
-
-// JournalEntry is one order an AccountActor sent (or dropped).
-type JournalEntry struct {
-	Time         time.Time
-	Action       string
-	MasterTicket int64
-	Ticket       int64
-	Result       string // "ok", an error class, or "dropped"
-	Latency      time.Duration
-	Link         int64 // the link the order served (0: none, such as a stop-out)
-	// Quality is the latency split and slippage of an order copied on the event path
-	// (HasQuality); a reconcile's orders have none.
-	Quality    Quality
-	HasQuality bool
-}
+// JournalEntry is one order an AccountActor sent (or dropped), or a stop-out.
+type JournalEntry = follower.Journal
 
 // journalSize bounds the copy journal kept per account: 20 entries of ~150 bytes each are
 // about 60 MB at 20,000 accounts (50 would be about 150 MB, by the same estimate).
@@ -175,37 +148,49 @@ type Metrics struct {
 	OrdersExpired      atomic.Int64 // refused by the receiver: arrived after the lease trust ended
 	OrdersOther        atomic.Int64
 	DroppedWork        atomic.Int64
-	ReconcilesGap      atomic.Int64
-	ReconcilesStart    atomic.Int64
-	ReconcilesGate     atomic.Int64
-	ReconcilesUnknown  atomic.Int64
-	ReconcilesPeriodic atomic.Int64
-	ReconcilesRestart  atomic.Int64
-	ReconcilesConfig   atomic.Int64
-	// ReconcilesOrderFailed: an order failed without executing (disconnected, market
-	// closed) and the account is repaired after a pause.
-	ReconcilesOrderFailed atomic.Int64
-	ReconcilesProtection  atomic.Int64 // a stop-out started or ended
-	StopOuts              atomic.Int64 // stop-outs (a breach of a drawdown or daily loss limit)
-	ReconcilesChained     atomic.Int64 // another reconcile right after one: events or causes arrived during it
-	StaleWritesRefused    atomic.Int64
-	Crashes               atomic.Int64
-	Cycles                atomic.Int64
-	CycleFailures         atomic.Int64
-	Claims                atomic.Int64
-	Renewals              atomic.Int64
-	Releases              atomic.Int64
-	Lost                  atomic.Int64
-	Wakes                 atomic.Int64 // release notifications from other nodes of the platform
-	CyclesWoken           atomic.Int64 // cycles run for a release notification
-	CyclesAtLeaseEnd      atomic.Int64 // cycles run when the earliest foreign lease ended
-	HandOffs              atomic.Int64 // leases handed back to balance the platform
-	latency               latencyHistogram
-	cycle                 latencyHistogram
-	feedLatency           latencyHistogram // the latency split: see Quality
-	nodeLatency           latencyHistogram
-	brokerLatency         latencyHistogram
-	slippage              slippageHistogram
+	reconciles         [16]atomic.Int64 // by follower.Cause
+	StopOuts           atomic.Int64     // stop-outs (a breach of a drawdown or daily loss limit)
+	StaleWritesRefused atomic.Int64
+	Crashes            atomic.Int64
+	Cycles             atomic.Int64
+	CycleFailures      atomic.Int64
+	Claims             atomic.Int64
+	Renewals           atomic.Int64
+	Releases           atomic.Int64
+	Lost               atomic.Int64
+	Wakes              atomic.Int64 // release notifications from other nodes of the platform
+	CyclesWoken        atomic.Int64 // cycles run for a release notification
+	CyclesAtLeaseEnd   atomic.Int64 // cycles run when the earliest foreign lease ended
+	HandOffs           atomic.Int64 // leases handed back to balance the platform
+	latency            latencyHistogram
+	cycle              latencyHistogram
+	feedLatency        latencyHistogram // the latency split: see Quality
+	nodeLatency        latencyHistogram
+	brokerLatency      latencyHistogram
+	slippage           slippageHistogram
+}
+
+// Reconciles is how many reconciles ran for cause.
+func (m *Metrics) Reconciles(cause follower.Cause) int64 {
+	if int(cause) >= len(m.reconciles) {
+		return 0
+	}
+	return m.reconciles[cause].Load()
+}
+
+// ReconcilesTotal is how many reconciles ran for any cause.
+func (m *Metrics) ReconcilesTotal() int64 {
+	var n int64
+	for i := range m.reconciles {
+		n += m.reconciles[i].Load()
+	}
+	return n
+}
+
+func (m *Metrics) countReconcile(cause follower.Cause) {
+	if int(cause) < len(m.reconciles) {
+		m.reconciles[cause].Add(1)
+	}
 }
 
 // CopyLatencyParts returns the histograms of the three parts of the copy latency: master

@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/snapcopier/copier/internal/backoff"
 	"github.com/snapcopier/copier/leasekeeper"
 )
 
@@ -145,7 +146,7 @@ func (s *supervisor) onTerminated(ctx actor.Context, m *actor.Terminated) {
 		s.crashes[id]++
 		n, epoch := s.crashes[id], c.epoch
 		self, root := ctx.Self(), ctx.ActorSystem().Root
-		time.AfterFunc(backoff(n, 200*time.Millisecond, 30*time.Second), func() {
+		time.AfterFunc(backoff.Delay(n, 200*time.Millisecond, 30*time.Second), func() {
 			root.Send(self, respawn{id: id, epoch: epoch})
 		})
 		return

@@ -4,8 +4,10 @@
 // followers and returns the orders that bring the follower in line.
 //
 // The planning core is a set of plain functions of their arguments: no database, no
-// actors, no network, no clock (the caller passes Now). Only the Reconciler actor, which
-// fetches positions and calls Plan, has effects. The engine calls Plan after a gap, a takeover or an
+// actors, no network, no clock (the caller passes Now); it imports only the broker's
+// types. The follower's state machine that drives it is package reconcile/follower; the
+// Reconciler actor that fetches positions and calls Plan is in package actors. The engine
+// calls Plan after a gap, a takeover or an
 // unknown order outcome (the repair path) and PlanEvent for each in-order master event (the
 // fast path); both apply one set of rules, so the fast path can never do what a reconcile
 // would undo.

@@ -23,6 +23,16 @@ func PlanEvent(ev broker.Event, in Input) Result {
 			Detail: fmt.Sprintf("event of %s, master is %s", ev.Login, in.Master.Info.Login)}}}
 	}
 	in.Master.Positions = ApplyEvent(in.Master.Positions, ev)
+	return PlanAppliedEvent(ev, in)
+}
+
+// PlanAppliedEvent is PlanEvent for an engine that keeps the master's positions current
+// itself: in.Master.Positions already include ev, so they are neither copied nor changed.
+func PlanAppliedEvent(ev broker.Event, in Input) Result {
+	if ev.Login != "" && in.Master.Info.Login != "" && ev.Login != in.Master.Info.Login {
+		return Result{Skipped: []Skip{{MasterTicket: ev.Position.Ticket, Symbol: ev.Position.Symbol, Reason: SkipWrongAccount,
+			Detail: fmt.Sprintf("event of %s, master is %s", ev.Login, in.Master.Info.Login)}}}
+	}
 	sc := scope{ticket: ev.Position.Ticket}
 	if in.Follower.Info.Mode == broker.Netting {
 		if sym, ok := in.Link.Settings.Symbols.ResolveIn(ev.Position.Symbol, in.Follower.Symbols); ok {

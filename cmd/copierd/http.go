@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/reconcile/follower"
 )
 
 // statusHTTP serves the health, readiness, metrics and status endpoints of one or more
@@ -251,16 +252,16 @@ func counterDefs() []counterDef {
 		{name: "copier_dropped_work_total", help: "Orders dropped because the lease gate was closed.",
 			series: one(func(m *actors.Metrics) int64 { return m.DroppedWork.Load() })},
 		{name: "copier_reconciles_total", help: "Reconciles started, by reason.", label: "reason", series: []counterSeries{
-			{"gap", func(m *actors.Metrics) int64 { return m.ReconcilesGap.Load() }},
-			{"start", func(m *actors.Metrics) int64 { return m.ReconcilesStart.Load() }},
-			{"gate", func(m *actors.Metrics) int64 { return m.ReconcilesGate.Load() }},
-			{"unknown_outcome", func(m *actors.Metrics) int64 { return m.ReconcilesUnknown.Load() }},
-			{"periodic", func(m *actors.Metrics) int64 { return m.ReconcilesPeriodic.Load() }},
-			{"restart", func(m *actors.Metrics) int64 { return m.ReconcilesRestart.Load() }},
-			{"config", func(m *actors.Metrics) int64 { return m.ReconcilesConfig.Load() }},
-			{"order_failed", func(m *actors.Metrics) int64 { return m.ReconcilesOrderFailed.Load() }},
-			{"protection", func(m *actors.Metrics) int64 { return m.ReconcilesProtection.Load() }},
-			{"chained", func(m *actors.Metrics) int64 { return m.ReconcilesChained.Load() }},
+			{"gap", reconciles(follower.CauseGap)},
+			{"start", reconciles(follower.CauseStart)},
+			{"gate", reconciles(follower.CauseGate)},
+			{"unknown_outcome", reconciles(follower.CauseUnknown)},
+			{"periodic", reconciles(follower.CausePeriodic)},
+			{"restart", reconciles(follower.CauseRestart, follower.CauseEpoch)},
+			{"config", reconciles(follower.CauseConfig)},
+			{"order_failed", reconciles(follower.CauseOrderFailed)},
+			{"protection", reconciles(follower.CauseProtection)},
+			{"chained", reconciles(follower.CauseAgain)},
 		}},
 		{name: "copier_stopouts_total", help: "Stop-outs: a follower's or a link's drawdown or daily loss limit breached.",
 			series: one(func(m *actors.Metrics) int64 { return m.StopOuts.Load() })},
@@ -392,4 +393,15 @@ func nodeRow(n *actors.Node) statusRow {
 // ordersFailed is the number of orders that did not succeed, whatever the class.
 func ordersFailed(m *actors.Metrics) int64 {
 	return m.OrdersRetryable.Load() + m.OrdersUnknown.Load() + m.OrdersPermanent.Load() + m.OrdersFenced.Load() + m.OrdersExpired.Load() + m.OrdersOther.Load()
+}
+
+// reconciles reads the reconciles of causes, for one series of copier_reconciles_total.
+func reconciles(causes ...follower.Cause) func(*actors.Metrics) int64 {
+	return func(m *actors.Metrics) int64 {
+		var n int64
+		for _, c := range causes {
+			n += m.Reconciles(c)
+		}
+		return n
+	}
 }

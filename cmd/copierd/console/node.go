@@ -241,7 +241,7 @@ func (s *Server) nodeView() (*nodeJSON, actors.Snapshot) {
 		OrdersOK:      m.OrdersOK.Load(),
 		OrdersFailed:  m.OrdersRetryable.Load() + m.OrdersUnknown.Load() + m.OrdersPermanent.Load() + m.OrdersFenced.Load() + m.OrdersExpired.Load() + m.OrdersOther.Load(),
 		DroppedWork:   m.DroppedWork.Load(),
-		Reconciles:    m.ReconcilesGap.Load() + m.ReconcilesStart.Load() + m.ReconcilesGate.Load() + m.ReconcilesUnknown.Load() + m.ReconcilesPeriodic.Load() + m.ReconcilesRestart.Load() + m.ReconcilesConfig.Load() + m.ReconcilesOrderFailed.Load(),
+		Reconciles:    m.ReconcilesTotal(),
 		Crashes:       m.Crashes.Load(),
 		Cycles:        m.Cycles.Load(),
 		CycleFailures: m.CycleFailures.Load(),

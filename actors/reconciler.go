@@ -1,4 +1,4 @@
-package reconcile
+package actors
 
 import (
 	"context"
@@ -8,40 +8,29 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/reconcile/follower"
 )
 
-// LinkRequest is one link of a follower to plan: its master and the link's ticket map.
-type LinkRequest struct {
-	MasterID  int64
-	Link      Link
-	TicketMap []TicketMapEntry
+// reconcileRequest asks the Reconciler to fetch a follower and its masters and plan every
+// link of ask. The Reconciler only reads from the sessions; the requester sends the orders.
+type reconcileRequest struct {
+	accountID int64
+	follower  broker.Session
+	masters   map[int64]broker.Session // by master account id
+	ask       follower.Ask
+	replyTo   *actor.PID
 }
 
-// Request asks the Reconciler to fetch a follower and its masters and plan every link.
-// The Reconciler only reads from the sessions; the requester sends the orders.
-type Request struct {
-	AccountID int64
-	Follower  broker.Session
-	Masters   map[int64]broker.Session // by master account id
-	Links     []LinkRequest
-	Cause     string
-	ReplyTo   *actor.PID
+// reconcileResponse answers a reconcileRequest.
+type reconcileResponse struct {
+	accountID int64
+	follower.Reconciled
 }
 
-// Response answers a Request with what was fetched and a plan per link (by link id).
-type Response struct {
-	AccountID int64
-	Cause     string
-	Follower  AccountState
-	Masters   map[int64]AccountState
-	Plans     map[int64]Result
-	Now       time.Time
-	Err       error
-}
-
-// ReconcilerConfig bounds the Reconciler, so a takeover of thousands of accounts does not
+// reconcilerConfig bounds the Reconciler, so a takeover of thousands of accounts does not
 // stampede the trade servers.
-type ReconcilerConfig struct {
+type reconcilerConfig struct {
 	Concurrency  int           // fetch-and-plan jobs at once (default 16)
 	RatePerSec   float64       // jobs started per second (default 200)
 	FetchTimeout time.Duration // per job (default 15 s)
@@ -49,18 +38,18 @@ type ReconcilerConfig struct {
 }
 
 type jobDone struct {
-	req  Request
-	resp Response
+	req  reconcileRequest
+	resp reconcileResponse
 }
 
 type wake struct{}
 
-// Reconciler is the actor that runs reconciles with bounded concurrency and a start rate;
+// reconciler is the actor that runs reconciles with bounded concurrency and a start rate;
 // a second request for an account still waiting replaces the first (they coalesce).
-type Reconciler struct {
-	cfg       ReconcilerConfig
+type reconciler struct {
+	cfg       reconcilerConfig
 	queue     []int64
-	pending   map[int64]Request
+	pending   map[int64]reconcileRequest
 	running   int
 	tokens    float64
 	last      time.Time
@@ -68,8 +57,8 @@ type Reconciler struct {
 	coalesced int
 }
 
-// NewReconciler returns the actor's producer.
-func NewReconciler(cfg ReconcilerConfig) actor.Producer {
+// newReconciler returns the Reconciler actor's producer.
+func newReconciler(cfg reconcilerConfig) actor.Producer {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 16
 	}
@@ -83,25 +72,25 @@ func NewReconciler(cfg ReconcilerConfig) actor.Producer {
 		cfg.Now = time.Now
 	}
 	return func() actor.Actor {
-		return &Reconciler{cfg: cfg, pending: map[int64]Request{}, tokens: float64(cfg.Concurrency)}
+		return &reconciler{cfg: cfg, pending: map[int64]reconcileRequest{}, tokens: float64(cfg.Concurrency)}
 	}
 }
 
 // Receive implements actor.Actor.
-func (r *Reconciler) Receive(ctx actor.Context) {
+func (r *reconciler) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case Request:
-		if _, waiting := r.pending[m.AccountID]; waiting {
+	case reconcileRequest:
+		if _, waiting := r.pending[m.accountID]; waiting {
 			r.coalesced++
 		} else {
-			r.queue = append(r.queue, m.AccountID)
+			r.queue = append(r.queue, m.accountID)
 		}
-		r.pending[m.AccountID] = m
+		r.pending[m.accountID] = m
 		r.pump(ctx)
 	case jobDone:
 		r.running--
-		if m.req.ReplyTo != nil {
-			ctx.Send(m.req.ReplyTo, m.resp)
+		if m.req.replyTo != nil {
+			ctx.Send(m.req.replyTo, m.resp)
 		}
 		r.pump(ctx)
 	case wake:
@@ -111,7 +100,7 @@ func (r *Reconciler) Receive(ctx actor.Context) {
 }
 
 // pump starts queued jobs while concurrency and the token bucket allow.
-func (r *Reconciler) pump(ctx actor.Context) {
+func (r *reconciler) pump(ctx actor.Context) {
 	now := time.Now()
 	if !r.last.IsZero() {
 		r.tokens = min(float64(r.cfg.Concurrency), r.tokens+now.Sub(r.last).Seconds()*r.cfg.RatePerSec)
@@ -137,34 +126,35 @@ func (r *Reconciler) pump(ctx actor.Context) {
 		go func() {
 			jctx, cancel := context.WithTimeout(context.Background(), cfg.FetchTimeout)
 			defer cancel()
-			resp := Response{AccountID: req.AccountID, Cause: req.Cause}
+			resp := reconcileResponse{accountID: req.accountID}
 			func() {
 				// A panic in a broker implementation must fail one job, not the process.
 				defer func() {
 					if r := recover(); r != nil {
-						resp.Err = fmt.Errorf("reconcile of account %d panicked: %v", req.AccountID, r)
+						resp.Err = fmt.Errorf("reconcile of account %d panicked: %v", req.accountID, r)
 					}
 				}()
-				resp = Run(jctx, req, cfg.Now())
+				resp = runReconcile(jctx, req, cfg.Now())
 			}()
 			root.Send(self, jobDone{req: req, resp: resp})
 		}()
 	}
 }
 
-// Run fetches the follower and its masters and plans every link: the Reconciler's job,
-// callable directly where no actor is wanted.
-func Run(ctx context.Context, req Request, now time.Time) Response {
-	resp := Response{AccountID: req.AccountID, Cause: req.Cause, Masters: map[int64]AccountState{}, Plans: map[int64]Result{}, Now: now}
+// runReconcile fetches the follower and its masters and plans every link: the
+// Reconciler's job.
+func runReconcile(ctx context.Context, req reconcileRequest, now time.Time) reconcileResponse {
+	resp := reconcileResponse{accountID: req.accountID, Reconciled: follower.Reconciled{
+		Masters: map[int64]reconcile.AccountState{}, Plans: map[int64]reconcile.Result{}}}
 	var err error
-	if resp.Follower, err = fetchState(ctx, req.Follower); err != nil {
-		resp.Err = fmt.Errorf("follower %d: %w", req.AccountID, err)
+	if resp.Follower, err = fetchState(ctx, req.follower); err != nil {
+		resp.Err = fmt.Errorf("follower %d: %w", req.accountID, err)
 		return resp
 	}
-	for _, l := range req.Links {
+	for _, l := range req.ask.Links {
 		ms, ok := resp.Masters[l.MasterID]
 		if !ok {
-			sess := req.Masters[l.MasterID]
+			sess := req.masters[l.MasterID]
 			if sess == nil {
 				resp.Err = fmt.Errorf("master %d: no session", l.MasterID)
 				return resp
@@ -175,13 +165,13 @@ func Run(ctx context.Context, req Request, now time.Time) Response {
 			}
 			resp.Masters[l.MasterID] = ms
 		}
-		resp.Plans[l.Link.ID] = Plan(Input{Master: ms, Follower: resp.Follower, Link: l.Link, TicketMap: l.TicketMap, Now: now})
+		resp.Plans[l.Link.ID] = reconcile.Plan(reconcile.Input{Master: ms, Follower: resp.Follower, Link: l.Link, TicketMap: l.TicketMap, Now: now})
 	}
 	return resp
 }
 
-func fetchState(ctx context.Context, s broker.Session) (AccountState, error) {
-	var st AccountState
+func fetchState(ctx context.Context, s broker.Session) (reconcile.AccountState, error) {
+	var st reconcile.AccountState
 	var err error
 	if st.Info, err = s.Account(ctx); err != nil {
 		return st, err

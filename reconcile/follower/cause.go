@@ -1,0 +1,40 @@
+package follower
+
+// Cause is why a reconcile ran: the label of its metric and log line.
+type Cause uint8
+
+// Causes.
+const (
+	CauseNone        Cause = iota
+	CauseStart             // the account was claimed or a feed attached
+	CauseGap               // a master event was missed, or one arrived while not in step
+	CauseEpoch             // an event of an unknown feed epoch
+	CauseRestart           // a master feed restarted: events may be lost
+	CauseGate              // the lease gate opened again on a dirty account
+	CauseUnknown           // an order's outcome is unknown
+	CausePeriodic          // the periodic repair
+	CauseConfig            // the configuration changed
+	CauseAgain             // something arrived during a reconcile that may predate it
+	CauseOrderFailed       // an order failed without executing (disconnected, market closed)
+	CauseProtection        // a stop-out started or ended
+)
+
+var causeNames = [...]string{"", "start", "gap", "unknown_epoch", "feed_restart", "gate_reopened",
+	"unknown_outcome", "periodic", "config", "again", "order_failed", "protection"}
+
+// String is the cause's label ("" for CauseNone).
+func (c Cause) String() string {
+	if int(c) < len(causeNames) {
+		return causeNames[c]
+	}
+	return "unknown"
+}
+
+// Causes lists every cause, for metrics that export a series per cause.
+func Causes() []Cause {
+	out := make([]Cause, 0, len(causeNames)-1)
+	for c := CauseStart; int(c) < len(causeNames); c++ {
+		out = append(out, c)
+	}
+	return out
+}

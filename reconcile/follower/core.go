@@ -1,0 +1,561 @@
+package follower
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/internal/backoff"
+	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/reconcile/protect"
+)
+
+// Options tune a Core.
+type Options struct {
+	// ReconcileEvery is the periodic repair: an idle account reconciles this long after
+	// its last reconcile (0: never).
+	ReconcileEvery time.Duration
+	// Lease reports whether the account's lease gate is open now. Only reconciles ask it;
+	// every order is checked by the caller immediately before it is sent.
+	Lease func() bool
+}
+
+// link is one enabled link of the follower.
+type link struct {
+	id, masterID int64
+	link         reconcile.Link
+	// closeOnly is the mode the operator set (the link's and the follower's, stricter of
+	// the two); link.Settings.Protect.CloseOnly adds what stop-outs impose.
+	closeOnly protect.CloseOnly
+}
+
+// master is what a follower knows of one master: its feed position and its last fetched
+// state, kept current by the feed's events.
+type master struct {
+	attached       bool // its feed is connected
+	known          bool // epoch/seq below are meaningful
+	expectNewEpoch bool // the feed restarted: seq 1 of a new epoch is in order
+	epoch, seq     int64
+	state          reconcile.AccountState
+	fetched        bool
+}
+
+// Core is one follower account's copy logic. It is not safe for concurrent use: one
+// actor steps it.
+type Core struct {
+	opt Options
+
+	version   int64
+	connected bool
+	links     []link
+	masters   map[int64]*master
+	follower  reconcile.AccountState
+	fetched   bool                                         // follower state came from a reconcile
+	tickets   map[int64]map[int64]reconcile.TicketMapEntry // link → master ticket → entry
+	seenAt    time.Time                                    // when the follower's positions were last read or changed by an order
+
+	loading     bool
+	loadFails   int
+	reconciling bool
+	reconCause  Cause // of the reconcile in flight
+	again       bool
+	againCause  Cause // why the next reconcile is due, when a cause arrived during one
+	dirty       bool  // a reconcile is due
+	lastRecon   time.Time
+	stopped     bool
+	tokenRaised bool  // this epoch's token reached the trade server (TokenDone)
+	tokenFor    Cause // the reconcile waiting for the token
+	orderFails  int   // orders failed in a row without executing, for the repair backoff
+	repairCause Cause // a failed order asked for a reconcile (Repair) that has not started
+
+	guards       map[int64]*guard // stop-outs by scope (0: the follower's own, else the link's)
+	protGen      int64            // bumped whenever a link's effective close-only mode changes
+	reconProtGen int64            // protGen when the reconcile in flight was asked for
+
+	run    run   // the plan being carried out
+	order  Order // the order in flight (Ready.Send points here)
+	status Status
+	ready  Ready
+	notes  []Note
+}
+
+// New returns the Core of an account just claimed.
+func New(opt Options) *Core {
+	if opt.Lease == nil {
+		opt.Lease = func() bool { return false }
+	}
+	return &Core{opt: opt, masters: map[int64]*master{}, tickets: map[int64]map[int64]reconcile.TicketMapEntry{}}
+}
+
+// Status is the account's status as of the last input.
+func (c *Core) Status() Status { return c.status }
+
+// Positions is the follower's positions as last seen, and when (ok: a reconcile fetched
+// them, so they are worth storing).
+func (c *Core) Positions() (ps []broker.Position, seenAt time.Time, ok bool) {
+	return c.follower.Positions, c.seenAt, c.fetched
+}
+
+// Point is the follower's point size of symbol (0 when unknown).
+func (c *Core) Point(symbol string) float64 { return c.follower.Symbols[symbol].Point }
+
+// Guarded reports whether the follower has stop-out limits (its equity is to be watched).
+func (c *Core) Guarded() bool { return len(c.guards) > 0 }
+
+// Stopped reports whether Stop was stepped.
+func (c *Core) Stopped() bool { return c.stopped }
+
+// Idle reports whether no reconcile is running or due.
+func (c *Core) Idle() bool { return !c.reconciling && !c.again && !c.dirty }
+
+// begin clears the Ready for the next input; a pending synchronous operation makes any
+// input but its outcome a caller's bug.
+func (c *Core) begin() {
+	c.ready = Ready{Tickets: c.ready.Tickets[:0], Protection: c.ready.Protection[:0], Journal: c.ready.Journal[:0], Notes: c.notes[:0]}
+}
+
+func (c *Core) done() *Ready {
+	c.notes = c.ready.Notes
+	return &c.ready
+}
+
+func (c *Core) note(n Note) { c.ready.Notes = append(c.ready.Notes, n) }
+
+func (c *Core) setPhase(p Phase) {
+	if c.status.Phase != p {
+		c.status.Phase = p
+		c.ready.StatusChanged = true
+	}
+}
+
+func (c *Core) setError(err error) {
+	c.status.LastError = err.Error()
+	c.ready.StatusChanged = true
+}
+
+// Start is the first input: the account was claimed (last is its status so far, as after
+// a restart: counts and the last error go on from it). It loads.
+func (c *Core) Start(last Status) *Ready {
+	c.begin()
+	c.status = last
+	c.setPhase(PhaseStarting)
+	c.dirty = true
+	c.load()
+	return c.done()
+}
+
+// Stop ends the account: nothing more is asked for.
+func (c *Core) Stop() *Ready {
+	c.begin()
+	c.stopped = true
+	c.ready.Masters, c.ready.MastersChanged = nil, true
+	return c.done()
+}
+
+// ConfigChanged: the account's configuration is at version now; reload when it is newer.
+func (c *Core) ConfigChanged(version int64) *Ready {
+	c.begin()
+	if version != c.version {
+		c.dirty = true
+		c.load()
+	}
+	return c.done()
+}
+
+// RetryLoad: the pause after a failed load is over.
+func (c *Core) RetryLoad() *Ready {
+	c.begin()
+	c.load()
+	return c.done()
+}
+
+func (c *Core) load() {
+	if c.loading || c.stopped {
+		return
+	}
+	c.loading = true
+	// Only the first load of an ownership reads the ticket map: afterwards the Core's own
+	// map is ahead of the database, whose writes are queued (a reload that replaced it lost
+	// the entries not yet written, and a tombstone lost is a closed copy opened again).
+	first := c.version == 0
+	c.ready.Load = &LoadAsk{Tickets: first, Connect: !c.connected}
+}
+
+// LoadFailed: the load (or the connect) failed; it is retried with backoff.
+func (c *Core) LoadFailed(err error) *Ready {
+	c.begin()
+	c.loading = false
+	c.loadFails++
+	c.setPhase(PhaseFailed)
+	c.setError(err)
+	c.note(Note{Kind: NoteLoadFailed, Err: err})
+	c.ready.WriteStatus = true
+	c.ready.RetryLoadIn = backoff.Delay(c.loadFails, 500*time.Millisecond, 30*time.Second)
+	return c.done()
+}
+
+// Loaded: the configuration is loaded and the follower's session connected.
+func (c *Core) Loaded(now time.Time, m Loaded) *Ready {
+	c.begin()
+	c.loading = false
+	if c.stopped {
+		return c.done()
+	}
+	c.loadFails = 0
+	c.connected = true
+	cause := CauseStart
+	if c.version != 0 && c.version != m.Config.Version {
+		cause = CauseConfig // a reload: counted once, under config
+	}
+	c.version = m.Config.Version
+	c.links = c.links[:0]
+	masters := make([]int64, 0, len(m.Config.Links))
+	for _, l := range m.Config.Links {
+		if !l.MasterEnabled {
+			continue // master switched off: its copies stay as they are
+		}
+		settings, err := reconcile.ParseSettings(l.Settings)
+		if err == nil {
+			// The follower's own close-only mode holds on every link: the planner applies it.
+			settings.Protect.CloseOnly = protect.Stricter(settings.Protect.CloseOnly, m.Config.CloseOnly)
+			var lk reconcile.Link
+			if lk, err = (reconcile.Link{ID: l.ID, Magic: l.Magic, Settings: settings}).Validated(); err == nil {
+				c.links = append(c.links, link{id: l.ID, masterID: l.MasterID, link: lk, closeOnly: settings.Protect.CloseOnly})
+				masters = appendOnce(masters, l.MasterID)
+				continue
+			}
+		}
+		err = fmt.Errorf("link %d: %w", l.ID, err)
+		c.setError(err)
+		c.note(Note{Kind: NoteBadConfig, Link: l.ID, Err: err})
+	}
+	for id := range c.masters {
+		if !contains(masters, id) {
+			delete(c.masters, id)
+		}
+	}
+	for _, id := range masters {
+		if c.masters[id] == nil {
+			c.masters[id] = &master{}
+		}
+	}
+	if m.WithTickets {
+		c.tickets = map[int64]map[int64]reconcile.TicketMapEntry{}
+		for _, t := range m.Tickets {
+			c.ticketsOf(t.LinkID)[t.MasterTicket] = t
+		}
+	}
+	if err := c.loadGuards(m.Protection); err != nil {
+		c.setError(err)
+		c.note(Note{Kind: NoteBadConfig, Err: err})
+	}
+	c.applyProtection(now)
+	c.ready.WatchEquity = len(c.guards) > 0
+	c.ready.Masters, c.ready.MastersChanged = masters, true
+	c.note(Note{Kind: NoteLoaded, Version: c.version, Links: len(c.links)})
+	c.dirty = true
+	c.maybeReconcile(now, cause)
+	return c.done()
+}
+
+func appendOnce(s []int64, v int64) []int64 {
+	if contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+func contains(s []int64, v int64) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Core) ticketsOf(link int64) map[int64]reconcile.TicketMapEntry {
+	m := c.tickets[link]
+	if m == nil {
+		m = map[int64]reconcile.TicketMapEntry{}
+		c.tickets[link] = m
+	}
+	return m
+}
+
+// MasterAttached: a master's feed is (re)connected. restarted says the feed started a new
+// subscription, so events may have been missed; epoch/seq are the last event seen on the
+// current subscription (0 when none yet).
+func (c *Core) MasterAttached(now time.Time, id int64, restarted bool, epoch, seq int64) *Ready {
+	c.begin()
+	mv := c.masters[id]
+	if mv == nil {
+		return c.done()
+	}
+	mv.attached = true
+	c.note(Note{Kind: NoteFeedAttached, Master: id, Restarted: restarted})
+	switch {
+	case restarted:
+		mv.known, mv.expectNewEpoch = false, true
+		c.dirty = true
+		c.maybeReconcile(now, CauseRestart)
+		return c.done()
+	case epoch != 0:
+		mv.known, mv.epoch, mv.seq = true, epoch, seq
+	default:
+		mv.known, mv.expectNewEpoch = false, true
+	}
+	c.maybeReconcile(now, CauseStart)
+	return c.done()
+}
+
+// classify places an event in its master's stream: in order (CauseNone), already seen
+// (ok false), or out of order (the cause of the reconcile that repairs it).
+func classify(mv *master, ev *broker.Event) (cause Cause, ok bool) {
+	switch {
+	case mv.known && ev.Epoch == mv.epoch && ev.Seq == mv.seq+1:
+	case mv.known && ev.Epoch == mv.epoch && ev.Seq <= mv.seq:
+		return CauseNone, false // already seen
+	case !mv.known && mv.expectNewEpoch && ev.Seq == 1:
+	case mv.known && ev.Epoch == mv.epoch, !mv.known && mv.expectNewEpoch:
+		// A lost event of a known epoch, or of a new subscription (whose events start at
+		// Seq 1): a gap, not an unknown epoch.
+		return CauseGap, true
+	default:
+		return CauseEpoch, true
+	}
+	return CauseNone, true
+}
+
+// Event is one event of master id's feed, received by the node at received. An in-order
+// event is planned and its orders sent at once; anything else marks the account dirty.
+func (c *Core) Event(now time.Time, id int64, ev *broker.Event, received time.Time) *Ready {
+	c.begin()
+	mv := c.masters[id]
+	if mv == nil || c.stopped {
+		return c.done()
+	}
+	cause, ok := classify(mv, ev)
+	if !ok {
+		return c.done()
+	}
+	mv.known, mv.expectNewEpoch, mv.epoch, mv.seq = true, false, ev.Epoch, ev.Seq
+	switch {
+	case cause != CauseNone:
+		c.dirty = true
+		c.maybeReconcile(now, cause)
+	case c.reconciling:
+		c.again = true // the running reconcile may predate this event
+	case c.dirty || !c.fetched || !mv.fetched:
+		c.maybeReconcile(now, CauseGap)
+	default:
+		mv.state.Positions = applyEvent(mv.state.Positions, ev)
+		c.run = run{kind: runEvent, cur: -1, master: id, ev: ev, origin: Origin{ServerTime: ev.ServerTime, Received: received, Kind: ev.Kind, Master: ev.Position}}
+		c.advance(now)
+	}
+	return c.done()
+}
+
+// applyEvent keeps a master's cached positions in step with its feed, in place.
+func applyEvent(ps []broker.Position, ev *broker.Event) []broker.Position {
+	p := ev.Position
+	for i := range ps {
+		if ps[i].Ticket == p.Ticket {
+			if ev.Kind == broker.Closed {
+				return append(ps[:i], ps[i+1:]...)
+			}
+			ps[i] = p
+			return ps
+		}
+	}
+	if ev.Kind != broker.Closed {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// maybeReconcile asks for a reconcile when the account is dirty, loaded, all its masters
+// are attached, and its lease is held (a closed gate would drop the plan anyway).
+func (c *Core) maybeReconcile(now time.Time, cause Cause) {
+	if c.stopped || c.loading || !c.connected || !c.dirty || c.run.kind != runNone || c.tokenFor != CauseNone {
+		return
+	}
+	if c.reconciling {
+		c.again = true
+		if c.againCause == CauseNone {
+			c.againCause = cause // the rerun is counted under what caused it
+		}
+		c.repairCause = CauseNone
+		return
+	}
+	if !c.opt.Lease() {
+		c.setPhase(PhaseDirty)
+		return // the next Tick after a renewal retries
+	}
+	for _, mv := range c.masters {
+		if !mv.attached {
+			return // wait for the feed; MasterAttached retries
+		}
+	}
+	if !c.tokenRaised {
+		// The first broker request after a claim raises the token, before anything reads
+		// positions to reconcile: from then on a broker that checks tokens refuses the
+		// previous owner's stale orders.
+		c.tokenFor = cause
+		c.ready.RaiseToken = true
+		return
+	}
+	c.startReconcile(now, cause)
+}
+
+func (c *Core) startReconcile(now time.Time, cause Cause) {
+	ask := &Ask{Cause: cause, Masters: make([]int64, 0, len(c.masters)), Links: make([]AskLink, 0, len(c.links))}
+	for id := range c.masters {
+		ask.Masters = append(ask.Masters, id)
+	}
+	for _, l := range c.links {
+		ask.Links = append(ask.Links, AskLink{MasterID: l.masterID, Link: l.link, TicketMap: c.ticketMap(l.id)})
+	}
+	c.reconciling, c.reconCause, c.again, c.againCause, c.dirty, c.repairCause = true, cause, false, CauseNone, false, CauseNone
+	c.reconProtGen = c.protGen
+	c.lastRecon = now
+	c.status.Reconciles++
+	c.setPhase(PhaseReconciling)
+	c.ready.StatusChanged = true
+	c.ready.Reconcile = ask
+	c.note(Note{Kind: NoteReconcileStarted, Cause: cause})
+}
+
+func (c *Core) ticketMap(linkID int64) []reconcile.TicketMapEntry {
+	tm := make([]reconcile.TicketMapEntry, 0, len(c.tickets[linkID]))
+	for _, t := range c.tickets[linkID] {
+		tm = append(tm, t)
+	}
+	return tm
+}
+
+// TokenDone is the outcome of a Ready.RaiseToken: nil, or the broker's error; dropped when
+// the gate was closed and nothing was sent.
+func (c *Core) TokenDone(now time.Time, err error, dropped bool) *Ready {
+	c.begin()
+	cause := c.tokenFor
+	c.tokenFor = CauseNone
+	switch {
+	case dropped:
+		c.setPhase(PhaseDirty)
+		return c.done() // the next Tick retries
+	case err == nil:
+		c.tokenRaised = true
+	case broker.ClassOf(err) == broker.ErrPermanent:
+		// The server cannot take a token without an order (an older bridge server): its
+		// first order carries the token instead, and the marker stays the backstop.
+		c.tokenRaised = true
+		c.note(Note{Kind: NoteTokenFailed, Err: err})
+	default:
+		if broker.ClassOf(err) == broker.ErrFenced {
+			c.ready.Fence = true // the token is stale at the trade server: account lost
+		}
+		c.note(Note{Kind: NoteTokenFailed, Err: err})
+		c.dirty = true
+		c.setPhase(PhaseDirty)
+		return c.done()
+	}
+	c.startReconcile(now, cause)
+	return c.done()
+}
+
+// Reconciled is the Reconciler's answer to the Ask in flight.
+func (c *Core) Reconciled(now time.Time, r *Reconciled) *Ready {
+	c.begin()
+	c.reconciling = false
+	if c.stopped {
+		return c.done()
+	}
+	if r.Err != nil {
+		c.dirty = true
+		c.setPhase(PhaseDirty)
+		c.setError(r.Err)
+		c.note(Note{Kind: NoteReconcileFailed, Err: r.Err})
+		c.ready.WriteStatus = true
+		c.note(Note{Kind: NoteReconcileDone, Cause: c.reconCause, Err: r.Err})
+		return c.done()
+	}
+	c.follower, c.fetched, c.seenAt = r.Follower, true, now
+	for id, st := range r.Masters {
+		if mv := c.masters[id]; mv != nil {
+			mv.state, mv.fetched = st, true
+		}
+	}
+	c.status.Balance, c.status.Equity, c.status.Positions = r.Follower.Info.Balance, r.Follower.Info.Equity, len(r.Follower.Positions)
+	c.ready.StatusChanged = true
+	c.observeEquity(now, r.Follower.Info.Equity)
+	c.run = run{kind: runReconcile, cur: -1, plans: r.Plans}
+	if c.reconProtGen != c.protGen {
+		// A stop-out started or ended since the plans were made (this reading or one
+		// during the reconcile): they may copy what is no longer allowed. Plan again.
+		c.run.stopped = true
+		c.again, c.againCause = true, CauseProtection
+	}
+	c.advance(now)
+	return c.done()
+}
+
+// Tick comes after every committed lease cycle: a dirty account whose gate is open again
+// reconciles; an idle one reconciles when its periodic repair is due.
+func (c *Core) Tick(now time.Time) *Ready {
+	c.begin()
+	if c.loading || !c.connected || c.reconciling || c.stopped {
+		return c.done() // a running reconcile already repairs; chaining another would loop
+	}
+	if c.dirty && c.opt.Lease() {
+		cause := CauseGate
+		if c.repairCause != CauseNone {
+			cause = c.repairCause // a failed order asked first
+		}
+		c.maybeReconcile(now, cause)
+		return c.done()
+	}
+	if every := c.opt.ReconcileEvery; every > 0 && !c.lastRecon.IsZero() && now.Sub(c.lastRecon) >= every {
+		c.dirty = true
+		c.maybeReconcile(now, CausePeriodic)
+	}
+	return c.done()
+}
+
+// RepairDue: the pause a failed order asked for (Ready.Repair) is over.
+func (c *Core) RepairDue(now time.Time) *Ready {
+	c.begin()
+	if c.repairCause != CauseNone { // not already taken up by a reconcile
+		c.dirty = true
+		c.maybeReconcile(now, c.repairCause)
+	}
+	return c.done()
+}
+
+// EquityRead is a reading of the follower's equity (Ready.WatchEquity).
+func (c *Core) EquityRead(now time.Time, info broker.AccountInfo) *Ready {
+	c.begin()
+	if c.stopped {
+		return c.done()
+	}
+	c.status.Balance, c.status.Equity = info.Balance, info.Equity
+	c.ready.StatusChanged = true
+	if c.observeEquity(now, info.Equity) {
+		c.dirty = true
+		c.maybeReconcile(now, CauseProtection)
+	}
+	c.ready.WatchEquity = len(c.guards) > 0
+	return c.done()
+}
+
+// repairSoon asks for a reconcile after delay (0: as soon as the current input is
+// done), as a later input, so a reconcile never starts in the middle of carrying out
+// another's plan. The cause is kept until a reconcile starts, so whichever comes first
+// (RepairDue or a Tick) counts the reconcile under it.
+func (c *Core) repairSoon(cause Cause, delay time.Duration) {
+	c.dirty = true
+	if c.repairCause == CauseNone {
+		c.repairCause = cause
+	}
+	c.ready.Repair, c.ready.RepairIn = true, delay
+}

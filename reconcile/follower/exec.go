@@ -1,0 +1,293 @@
+package follower
+
+import (
+	"errors"
+	"time"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/internal/backoff"
+	"github.com/snapcopier/copier/reconcile"
+)
+
+type runKind uint8
+
+const (
+	runNone      runKind = iota
+	runEvent             // an in-order master event: each of its master's links planned in turn
+	runReconcile         // a reconcile's plans, link by link
+)
+
+// run is the plan being carried out: link after link, action after action, one order in
+// flight at a time. It stops early when an order may not go on (gate closed, unknown
+// outcome, lost account); the account is then dirty and the rest waits for a reconcile.
+type run struct {
+	kind    runKind
+	li      int  // the next link to take up
+	stopped bool // stopped early
+	sent    bool // event path: some link planned an action
+
+	master int64 // event path
+	ev     *broker.Event
+	origin Origin
+	plans  map[int64]reconcile.Result // reconcile path, by link id
+
+	cur       int // the link being carried out (index in links), -1 between links
+	actions   []reconcile.Action
+	ai        int       // the action in flight
+	linkStart time.Time // when the link's plan was taken up: its journal time
+	reading   bool      // its netting positions are being read
+}
+
+// advance sends the next action, or takes up the next link, or finishes the run.
+func (c *Core) advance(now time.Time) {
+	r := &c.run
+	if r.kind == runNone {
+		return
+	}
+	for {
+		if r.cur >= 0 {
+			if r.ai < len(r.actions) {
+				c.order = Order{Link: c.links[r.cur].id, Action: r.actions[r.ai]}
+				if r.kind == runEvent {
+					c.order.Origin = &r.origin
+				}
+				c.ready.Send = &c.order
+				return
+			}
+			if c.follower.Info.Mode == broker.Netting && len(r.actions) > 0 && !r.reading {
+				// Merges and reversals are the server's to compute: read them back.
+				r.reading = true
+				c.ready.ReadPositions = true
+				return
+			}
+			r.cur, r.actions, r.ai, r.reading = -1, nil, 0, false
+		}
+		if r.stopped || r.li >= len(c.links) {
+			c.finish(now)
+			return
+		}
+		i := r.li
+		r.li++
+		l := &c.links[i]
+		var res reconcile.Result
+		switch r.kind {
+		case runEvent:
+			if l.masterID != r.master {
+				continue
+			}
+			res = reconcile.PlanAppliedEvent(*r.ev, c.input(l, c.masters[r.master], now))
+			r.sent = r.sent || len(res.Actions) > 0
+		case runReconcile:
+			var found bool
+			if res, found = r.plans[l.id]; !found {
+				continue
+			}
+		}
+		for _, t := range res.Track {
+			c.track(t)
+		}
+		for _, t := range res.Untrack {
+			c.untrack(t, now)
+		}
+		r.cur, r.actions, r.ai, r.linkStart = i, res.Actions, 0, now
+	}
+}
+
+func (c *Core) input(l *link, mv *master, now time.Time) reconcile.Input {
+	return reconcile.Input{Master: mv.state, Follower: c.follower, Link: l.link, TicketMap: c.ticketMap(l.id), Now: now}
+}
+
+// finish ends the run: the status is written, and after a reconcile the next one is
+// chained when something arrived during it.
+func (c *Core) finish(now time.Time) {
+	r := c.run
+	c.run = run{}
+	switch r.kind {
+	case runEvent:
+		if r.sent {
+			c.ready.WriteStatus = true // the positions changed: the writer keeps the latest
+		}
+	case runReconcile:
+		if !r.stopped && !c.dirty {
+			c.setPhase(PhaseCopying)
+		}
+		c.ready.WriteStatus = true
+		c.note(Note{Kind: NoteReconcileDone, Cause: c.reconCause, Idle: !c.again && !c.dirty})
+		if c.again {
+			cause := c.againCause
+			if cause == CauseNone {
+				cause = CauseAgain
+			}
+			c.dirty = true
+			c.maybeReconcile(now, cause)
+		}
+	}
+}
+
+// OrderDone is the outcome of the Ready.Send in flight.
+func (c *Core) OrderDone(now time.Time, out OrderOutcome) *Ready {
+	c.begin()
+	r := &c.run
+	if r.cur < 0 || r.ai >= len(r.actions) {
+		panic("follower: OrderDone without an order in flight")
+	}
+	act := r.actions[r.ai]
+	r.ai++
+	l := &c.links[r.cur]
+	switch {
+	case out.Dropped:
+		// Cut off from the database long enough that another node may own this account:
+		// sending could duplicate its copies. The reconcile after the next renewal (or on
+		// the new owner) catches up.
+		c.dirty = true
+		c.status.Dropped++
+		c.setPhase(PhaseDirty)
+		c.ready.Journal = append(c.ready.Journal, Journal{Time: now, Action: act.String(), MasterTicket: act.MasterTicket, Result: "dropped"})
+		c.note(Note{Kind: NoteDropped, Action: &act})
+		r.stopped, r.cur = true, -1
+	case out.Err != nil:
+		c.ready.Journal = append(c.ready.Journal, Journal{Time: r.linkStart, Link: l.id, Action: act.String(), MasterTicket: act.MasterTicket,
+			Ticket: out.Result.Ticket, Result: className(out.Err)})
+		if errors.Is(out.Err, broker.ErrUnknownOutcome) {
+			tr, un := act.UnknownOutcomeChanges(l.id, c.follower.Info.Mode)
+			c.changeMap(now, tr, un)
+		}
+		if !c.onOrderError(act, out.Err) {
+			r.stopped, r.cur = true, -1
+		}
+	default:
+		c.orderFails = 0
+		j := Journal{Time: r.linkStart, Link: l.id, Action: act.String(), MasterTicket: act.MasterTicket, Ticket: out.Result.Ticket, Result: "ok"}
+		if r.kind == runEvent && !out.Result.ServerTime.IsZero() {
+			j.Latency = out.Result.ServerTime.Sub(r.origin.ServerTime)
+			j.Quality, j.HasQuality = MeasureQuality(&r.origin, act, out.Result, out.SentAt, c.Point(act.Symbol)), true
+		}
+		c.ready.Journal = append(c.ready.Journal, j)
+		c.status.LastCopy = r.linkStart
+		if j.Latency > 0 {
+			c.status.LastLag = j.Latency
+		}
+		c.ready.StatusChanged = true
+		c.applyResult(l, act, out.Result)
+		tr, un := act.MapChanges(l.id, out.Result)
+		c.changeMap(now, tr, un)
+		c.seenAt = now
+	}
+	c.advance(now)
+	return c.done()
+}
+
+// PositionsRead is the outcome of a Ready.ReadPositions.
+func (c *Core) PositionsRead(now time.Time, ps []broker.Position, err error) *Ready {
+	c.begin()
+	if err != nil {
+		c.dirty = true
+	} else {
+		c.follower.Positions = ps
+	}
+	c.advance(now)
+	return c.done()
+}
+
+// onOrderError applies the broker-error policy to a failed order; it returns true when
+// the plan may go on.
+func (c *Core) onOrderError(act reconcile.Action, err error) bool {
+	c.setError(err)
+	c.note(Note{Kind: NoteOrderFailed, Err: err, Action: &act})
+	switch {
+	case errors.Is(err, broker.ErrFenced):
+		// The server has seen a newer token: another node owns this account now. The gate
+		// stays closed until the account is claimed with a new epoch.
+		c.dirty = true
+		c.ready.Fence = true
+		return false
+	case errors.Is(err, broker.ErrExpired):
+		// It reached the server after its trust ran out and was refused: nothing executed.
+		// The reconcile after the next renewal (or on the new owner) catches up.
+		c.dirty = true
+		return false
+	case errors.Is(err, broker.ErrPermanent):
+		return true
+	case errors.Is(err, broker.ErrRetryable):
+		c.dirty = true // still refused after the caller's retries: reconcile later
+		return true
+	case errors.Is(err, broker.ErrUnknownOutcome):
+		// Never resend blindly: the order may have executed. Reconcile first, at once.
+		c.repairSoon(CauseUnknown, 0)
+		return false
+	case errors.Is(err, broker.ErrMarketClosed):
+		c.orderFails++
+		c.repairSoon(CauseOrderFailed, backoff.Delay(c.orderFails, 5*time.Second, time.Minute))
+		return false
+	default: // disconnected, unclassified
+		c.orderFails++
+		c.repairSoon(CauseOrderFailed, backoff.Delay(c.orderFails, 250*time.Millisecond, 30*time.Second))
+		return false
+	}
+}
+
+// applyResult keeps the cached follower state in step with an executed action.
+func (c *Core) applyResult(l *link, act reconcile.Action, r broker.OrderResult) {
+	ps := c.follower.Positions
+	switch act.Kind {
+	case reconcile.Open:
+		if c.follower.Info.Mode != broker.Netting {
+			c.follower.Positions = append(ps, broker.Position{Ticket: r.Ticket, Symbol: act.Symbol, Side: act.Side, Volume: r.Volume,
+				OpenPrice: r.Price, SL: act.SL, TP: act.TP, Magic: act.Magic, Comment: act.Comment, OpenTime: r.ServerTime})
+		}
+	case reconcile.Close:
+		for i := range ps {
+			if ps[i].Ticket == act.FollowerTicket {
+				c.follower.Positions = append(ps[:i], ps[i+1:]...)
+				break
+			}
+		}
+	case reconcile.PartialClose:
+		for i := range ps {
+			if ps[i].Ticket == act.FollowerTicket {
+				ps[i].Volume = roundLots(ps[i].Volume - act.Volume)
+			}
+		}
+	case reconcile.Modify:
+		for i := range ps {
+			if ps[i].Ticket == act.FollowerTicket {
+				ps[i].SL, ps[i].TP = act.SL, act.TP
+			}
+		}
+	}
+}
+
+// changeMap keeps the ticket map in step with changes and queues the rows to write.
+func (c *Core) changeMap(now time.Time, track, untrack []reconcile.TicketMapEntry) {
+	for _, t := range track {
+		c.track(t)
+	}
+	for _, t := range untrack {
+		c.untrack(t, now)
+	}
+}
+
+func (c *Core) track(t reconcile.TicketMapEntry) {
+	c.ticketsOf(t.LinkID)[t.MasterTicket] = t
+	c.ready.Tickets = append(c.ready.Tickets, TicketChange{Entry: t})
+}
+
+func (c *Core) untrack(t reconcile.TicketMapEntry, at time.Time) {
+	delete(c.ticketsOf(t.LinkID), t.MasterTicket)
+	c.ready.Tickets = append(c.ready.Tickets, TicketChange{Entry: t, ClosedAt: at})
+}
+
+func roundLots(v float64) float64 {
+	const q = 1e8
+	if v < 0 {
+		return 0
+	}
+	return float64(int64(v*q+0.5)) / q
+}
+
+func className(err error) string {
+	if name := broker.ClassName(broker.ClassOf(err)); name != "" {
+		return name
+	}
+	return "error"
+}

@@ -1,0 +1,156 @@
+package follower
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/snapcopier/copier/reconcile/protect"
+)
+
+// guard is one scope of a follower's stop-outs (scope 0: the follower's own limits; any
+// other: the link of that id): its limits and what they remember.
+type guard struct {
+	limits protect.Limits
+	state  protect.State
+	gen    int64 // the operator-reset generation state is based on
+}
+
+// stopMode is the close-only mode that g's stop-out in force at now imposes: none, no new
+// copies (keep_on_breach), or close the copies.
+func (g *guard) stopMode(now time.Time) protect.CloseOnly {
+	if g == nil || !g.state.Stopped(now) {
+		return protect.CopyNormally
+	}
+	if g.limits.KeepOnBreach {
+		return protect.LetClose
+	}
+	return protect.CloseNow
+}
+
+// loadGuards rebuilds the guards after a (re)load. A guard the Core already holds keeps
+// its state, which is ahead of the database (its writes are queued), unless an operator
+// reset the scope meanwhile (a newer generation): then the stored state is adopted. A new
+// owner adopts the stored states, so a stop-out survives a takeover.
+func (c *Core) loadGuards(p Protection) error {
+	want := map[int64]protect.Limits{}
+	var bad error
+	if len(p.Limits) > 0 {
+		var l protect.Limits
+		err := json.Unmarshal(p.Limits, &l)
+		if err == nil {
+			err = l.Validate()
+		}
+		if err != nil {
+			// Refuse to copy anything new rather than run without the limits asked for.
+			bad = fmt.Errorf("follower protections: %w", err)
+			l = protect.Limits{CloseOnly: protect.LetClose}
+		}
+		want[0] = l
+	}
+	for _, l := range c.links {
+		if l.link.Settings.Protect.Enabled() {
+			want[l.id] = l.link.Settings.Protect
+		}
+	}
+	guards := make(map[int64]*guard, len(want))
+	for scope, lim := range want {
+		g := c.guards[scope]
+		row, stored := p.States[scope]
+		if g == nil || stored && row.ResetGen != g.gen {
+			g = &guard{}
+			if stored {
+				if err := json.Unmarshal(row.State, &g.state); err != nil {
+					bad = fmt.Errorf("protection state of scope %d: %w", scope, err)
+				}
+				g.gen = row.ResetGen
+			}
+		}
+		g.limits = lim
+		guards[scope] = g
+	}
+	c.guards = guards
+	return bad
+}
+
+// followerMode is the close-only mode the follower's own limits impose on every link:
+// when its limits row is invalid, no new copies.
+func (c *Core) followerMode() protect.CloseOnly {
+	if g := c.guards[0]; g != nil {
+		return g.limits.CloseOnly
+	}
+	return protect.CopyNormally
+}
+
+// applyProtection sets each link's effective close-only mode: the stricter of its own, the
+// follower's, and what a stop-out in force (the follower's or the link's) imposes. It
+// reports whether any link's mode changed; the caller then reconciles (a plan made under
+// the old modes must not be carried out: protGen tells).
+func (c *Core) applyProtection(now time.Time) bool {
+	changed := false
+	followerStop := c.guards[0].stopMode(now)
+	for i := range c.links {
+		l := &c.links[i]
+		mode := protect.Stricter(l.closeOnly, protect.Stricter(c.followerMode(), protect.Stricter(followerStop, c.guards[l.id].stopMode(now))))
+		if l.link.Settings.Protect.CloseOnly != mode {
+			l.link.Settings.Protect.CloseOnly = mode
+			changed = true
+		}
+	}
+	stopped := ""
+	for scope, g := range c.guards {
+		if g.state.Stopped(now) {
+			stopped = describeStop(scope, g.state.Stop)
+			break
+		}
+	}
+	if c.status.StopOut != stopped {
+		c.status.StopOut = stopped
+		c.ready.StatusChanged = true
+	}
+	if changed {
+		c.protGen++
+	}
+	return changed
+}
+
+func describeStop(scope int64, s *protect.StopOut) string {
+	where := "follower"
+	if scope != 0 {
+		where = fmt.Sprintf("link %d", scope)
+	}
+	return fmt.Sprintf("%s stopped out (%s) at equity %.2f, loss %.2f", where, s.Reason, s.Equity, s.Loss)
+}
+
+// observeEquity runs every guard on one equity reading: changed states are written, a
+// breach is journalled and noted. It reports whether a link's mode changed (see
+// applyProtection).
+func (c *Core) observeEquity(now time.Time, equity float64) bool {
+	if len(c.guards) == 0 {
+		return false
+	}
+	for scope, g := range c.guards {
+		st, stop := protect.Observe(g.limits, g.state, now, equity)
+		if !sameState(st, g.state) {
+			g.state = st
+			doc, _ := json.Marshal(st)
+			c.ready.Protection = append(c.ready.Protection, ProtectionState{Scope: scope, State: doc, ResetGen: g.gen})
+		}
+		if stop != nil {
+			c.ready.Journal = append(c.ready.Journal, Journal{Time: now, Action: describeStop(scope, stop), Result: "stop_out"})
+			c.note(Note{Kind: NoteStopOut, Link: scope, Stop: stop})
+		}
+	}
+	return c.applyProtection(now)
+}
+
+// sameState: nothing a reader of the stored state would see differently.
+func sameState(a, b protect.State) bool {
+	if a.HighWater != b.HighWater || a.Base != b.Base || !a.Day.Equal(b.Day) || a.DayEquity != b.DayEquity {
+		return false
+	}
+	if a.Stop == nil || b.Stop == nil {
+		return a.Stop == b.Stop
+	}
+	return *a.Stop == *b.Stop
+}
