@@ -60,7 +60,7 @@ func (a *accountActor) send(act reconcile.Action) follower.OrderOutcome {
 // bounds it: both end with the trust of tk (and the context with the order timeout too).
 func (a *accountActor) orderFor(tk leasekeeper.Ticket, id uuid.UUID) (context.Context, context.CancelFunc, broker.Order) {
 	ctx, cancel := context.WithTimeout(context.Background(), min(a.e.cfg.OrderTimeout, tk.Remaining))
-	o := broker.Order{RequestID: id, Token: tk.Epoch, Node: a.e.cfg.NodeID, Deadline: time.Now().Add(tk.Remaining)}
+	o := broker.Order{RequestID: id, Token: tk.Epoch, Node: a.e.cfg.NodeID, Deadline: a.e.now().Add(tk.Remaining)}
 	return ctx, cancel, o
 }
 

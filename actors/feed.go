@@ -141,7 +141,7 @@ func (f *masterFeed) onConnected(ctx actor.Context, m feedConnected) {
 	gen, self, root, events := f.gen, ctx.Self(), ctx.ActorSystem().Root, m.events
 	go func() {
 		for ev := range events {
-			root.Send(self, &feedEvent{gen: gen, ev: ev, received: time.Now()})
+			root.Send(self, &feedEvent{gen: gen, ev: ev, received: f.e.now()})
 		}
 		root.Send(self, feedClosed{gen: gen})
 	}()

@@ -66,6 +66,10 @@ type Deps struct {
 	// Observe, when set, is called with every Signal, on the actor's goroutine: it must
 	// return at once (record and go).
 	Observe func(Signal)
+	// Now is the node's one wall clock (default time.Now): every time an account's copy
+	// logic sees, plans at, journals, writes or sends as an order deadline comes from it.
+	// Lease trust is measured on Clock, which is monotonic and not a wall clock.
+	Now func() time.Time
 }
 
 // ErrConfig wraps every configuration error.
@@ -122,6 +126,7 @@ type engine struct {
 	clock       leasekeeper.Clock
 	credentials func(store.Account) (broker.Credentials, error)
 	observe     func(Signal)
+	wall        func() time.Time
 	board       *board
 	metrics     *Metrics
 	supervisor  *actor.PID
@@ -135,7 +140,7 @@ type engine struct {
 	loads chan struct{}
 }
 
-func (e *engine) now() time.Time { return time.Now() }
+func (e *engine) now() time.Time { return e.wall() }
 
 func (e *engine) connect(ctx context.Context, a store.Account) (broker.Session, error) {
 	creds, err := e.credentials(a)
@@ -188,20 +193,23 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 		}
 		deps.Clock = leasekeeper.SystemClock{}
 	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
 	if deps.Credentials == nil {
 		deps.Credentials = func(a store.Account) (broker.Credentials, error) {
 			return broker.Credentials{Login: a.Login, Server: a.Server, Password: string(a.Credentials)}, nil
 		}
 	}
 	log := deps.Logger.With().Str("node", cfg.NodeID).Logger()
-	e := &engine{cfg: cfg, pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials, observe: deps.Observe,
+	e := &engine{cfg: cfg, pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials, observe: deps.Observe, wall: deps.Now,
 		board: &board{}, metrics: &Metrics{}, loads: make(chan struct{}, max(1, int(deps.Pool.Config().MaxConns)-2))}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(log)))
 	n := &Node{e: e, system: system, nodeGate: leasekeeper.NewGate(deps.Clock), subs: map[chan NodeEvent]struct{}{}}
 	root := system.Root
 	e.writer = root.Spawn(actor.PropsFromProducer(newStatusWriter(e)))
 	e.reconciler = root.Spawn(actor.PropsFromProducer(newReconciler(reconcilerConfig{
-		Concurrency: cfg.ReconcileConcurrency, RatePerSec: cfg.ReconcileRate, FetchTimeout: cfg.OrderTimeout,
+		Concurrency: cfg.ReconcileConcurrency, RatePerSec: cfg.ReconcileRate, FetchTimeout: cfg.OrderTimeout, Now: e.now,
 	})))
 	e.supervisor = root.Spawn(actor.PropsFromProducer(newSupervisor(e), actor.WithSupervisor(stopOnFailure())))
 	n.keeper = root.Spawn(actor.PropsFromProducer(leasekeeper.NewKeeper(leasekeeper.KeeperConfig{
@@ -288,7 +296,7 @@ func (n *Node) onCycle(r leasekeeper.CycleReport) {
 	n.lastMu.Lock()
 	n.last = r
 	n.lastMu.Unlock()
-	ev := NodeEvent{Time: time.Now(), Cycle: r}
+	ev := NodeEvent{Time: n.e.now(), Cycle: r}
 	n.subsMu.Lock()
 	for ch := range n.subs {
 		select {
@@ -331,7 +339,7 @@ func (n *Node) Snapshot() Snapshot {
 	s := Snapshot{NodeID: n.e.cfg.NodeID, Platform: n.e.cfg.Platform, GateOpen: n.nodeGate.HoldsLease(), Remaining: n.nodeGate.Remaining()}
 	if _, ok := n.nodeGate.TrustedUntil(); ok {
 		// The gate's clock counts from boot; a console wants wall-clock time.
-		s.TrustedUntil = time.Now().Add(s.Remaining)
+		s.TrustedUntil = n.e.now().Add(s.Remaining)
 	}
 	n.lastMu.Lock()
 	s.LastCycle = n.last
