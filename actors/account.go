@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -241,32 +240,9 @@ func (a *accountActor) noted(n *follower.Note) {
 	}
 }
 
-// load reads the configuration and connects the follower's session off the mailbox.
+// load asks the Loader for the configuration (and a session), off the mailbox.
 func (a *accountActor) load(ctx actor.Context, ask follower.LoadAsk) {
-	self, root, e, id := ctx.Self(), ctx.ActorSystem().Root, a.e, a.id
-	go func() {
-		lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		var m loaded
-		select {
-		case e.loads <- struct{}{}:
-			m.cfg, m.err = store.LoadFollowerConfig(lctx, e.pool, id)
-			if m.err == nil {
-				m.prot, m.err = store.LoadProtection(lctx, e.pool, id)
-			}
-			if m.err == nil && ask.Tickets {
-				m.tickets, m.err = store.OpenTickets(lctx, e.pool, id)
-				m.withTickets = m.err == nil
-			}
-			<-e.loads
-		case <-lctx.Done():
-			m.err = fmt.Errorf("waiting to load: %w", lctx.Err())
-		}
-		if m.err == nil && ask.Connect {
-			m.session, m.err = e.connect(lctx, m.cfg.Account)
-		}
-		root.Send(self, m)
-	}()
+	ctx.Send(a.e.loader, loadRequest{req: store.LoadRequest{ID: a.id, Tickets: ask.Tickets}, connect: ask.Connect, replyTo: ctx.Self()})
 }
 
 func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {

@@ -133,11 +133,11 @@ type engine struct {
 	reconciler  *actor.PID
 	writer      *actor.PID
 	halted      atomic.Bool // Halt: behave as a crashed process, send nothing more
-	// loads bounds how many AccountActors read their configuration at once, so a claim of
-	// thousands of accounts cannot take every pooled connection: the lease cycle and the
-	// StatusWriter always find one (a starved cycle missed its deadline at 20,000
-	// followers and the node lost its own leases).
-	loads chan struct{}
+	// loader reads AccountActors' configurations in batches, with few connections at
+	// once, so a claim of thousands of accounts cannot take every pooled connection: the
+	// lease cycle and the StatusWriter always find one (a starved cycle missed its
+	// deadline at 20,000 followers and the node lost its own leases).
+	loader *actor.PID
 }
 
 func (e *engine) now() time.Time { return e.wall() }
@@ -203,11 +203,12 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	}
 	log := deps.Logger.With().Str("node", cfg.NodeID).Logger()
 	e := &engine{cfg: cfg, pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials, observe: deps.Observe, wall: deps.Now,
-		board: &board{}, metrics: &Metrics{}, loads: make(chan struct{}, max(1, int(deps.Pool.Config().MaxConns)-2))}
+		board: &board{}, metrics: &Metrics{}}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(log)))
 	n := &Node{e: e, system: system, nodeGate: leasekeeper.NewGate(deps.Clock), subs: map[chan NodeEvent]struct{}{}}
 	root := system.Root
 	e.writer = root.Spawn(actor.PropsFromProducer(newStatusWriter(e)))
+	e.loader = root.Spawn(actor.PropsFromProducer(newLoader(e, min(4, int(deps.Pool.Config().MaxConns)-2), 64)))
 	e.reconciler = root.Spawn(actor.PropsFromProducer(newReconciler(reconcilerConfig{
 		Concurrency: cfg.ReconcileConcurrency, RatePerSec: cfg.ReconcileRate, FetchTimeout: cfg.OrderTimeout, Now: e.now,
 	})))

@@ -141,15 +141,19 @@ func OpenTickets(ctx context.Context, pool *pgxpool.Pool, followerID int64) ([]T
 	if err != nil {
 		return nil, fmt.Errorf("store: open tickets: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (TicketRow, error) {
-		var t TicketRow
-		err := row.Scan(&t.FollowerID, &t.Epoch, &t.LinkID, &t.MasterTicket, &t.FollowerTicket, &t.Volume)
-		return t, err
-	})
+	out, err := pgx.CollectRows(rows, scanTicketRow)
 	if err != nil {
 		return nil, fmt.Errorf("store: open tickets: %w", err)
 	}
 	return out, nil
+}
+
+// scanTicketRow scans follower_id, lease_epoch, link_id, master_ticket, follower_ticket,
+// volume.
+func scanTicketRow(row pgx.CollectableRow) (TicketRow, error) {
+	var t TicketRow
+	err := row.Scan(&t.FollowerID, &t.Epoch, &t.LinkID, &t.MasterTicket, &t.FollowerTicket, &t.Volume)
+	return t, err
 }
 
 // CreateAccount inserts an account. Its id is chosen by the caller (it is the broker-side

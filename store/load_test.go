@@ -1,0 +1,88 @@
+package store_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/snapcopier/copier/store"
+	"github.com/snapcopier/copier/store/storetest"
+)
+
+// TestLoadFollowersMatchesTheSingleLoads: the batch load of a takeover reads, for every
+// follower, exactly what the one-account loads read — links (enabled only, by id), masters
+// (enabled only), protections, and the open ticket map when asked — and reports a missing
+// account as not found.
+func TestLoadFollowersMatchesTheSingleLoads(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	ctx := ctxT(t)
+	for _, q := range []string{
+		`INSERT INTO trading_accounts (id, platform, role, login, enabled) VALUES
+			(1, 'mt5', 'master', 'm1', true), (2, 'mt5', 'master', 'm2', true), (3, 'mt5', 'master', 'm3', false),
+			(11, 'mt5', 'follower', 'f11', true), (12, 'mt5', 'follower', 'f12', true), (13, 'mt5', 'follower', 'f13', true)`,
+		`INSERT INTO copy_links (master_id, follower_id, magic, settings, enabled) VALUES
+			(1, 11, 101, '{"sizing":{"multiplier":2}}', true), (2, 11, 102, '{}', true), (3, 11, 103, '{}', true),
+			(1, 12, 201, '{}', false), (2, 12, 202, '{}', true)`,
+		`INSERT INTO account_protection (account_id, limits) VALUES (11, '{"max_drawdown":{"percent":10}}')`,
+		`INSERT INTO protection_state (follower_id, link_id, state, reset_gen, lease_epoch) VALUES (11, 0, '{"high_water":5}', 2, 7)`,
+		`INSERT INTO copy_positions (follower_id, link_id, master_ticket, follower_ticket, volume, lease_epoch, closed_at)
+			SELECT 11, id, 500, 900, 0.5, 3, NULL FROM copy_links WHERE magic = 101
+			UNION ALL SELECT 11, id, 501, 901, 0.5, 3, now() FROM copy_links WHERE magic = 101
+			UNION ALL SELECT 12, id, 600, 902, 1, 4, NULL FROM copy_links WHERE magic = 202`,
+	} {
+		if _, err := db.Pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := []store.LoadRequest{{ID: 11, Tickets: true}, {ID: 12}, {ID: 13, Tickets: true}, {ID: 99, Tickets: true}}
+	got, err := store.LoadFollowers(ctx, db.Pool, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(reqs) {
+		t.Fatalf("%d answers for %d requests", len(got), len(reqs))
+	}
+	for i, r := range reqs {
+		g := got[i]
+		cfg, err := store.LoadFollowerConfig(ctx, db.Pool, r.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			if !errors.Is(g.Err, store.ErrNotFound) {
+				t.Fatalf("account %d: batch error %v, want not found", r.ID, g.Err)
+			}
+			continue
+		}
+		if err != nil || g.Err != nil {
+			t.Fatalf("account %d: %v / %v", r.ID, err, g.Err)
+		}
+		if len(cfg.Links) == 0 {
+			cfg.Links = nil
+		}
+		if len(g.Config.Links) == 0 {
+			g.Config.Links = nil
+		}
+		if !reflect.DeepEqual(g.Config, cfg) {
+			t.Fatalf("account %d configuration:\nbatch  %+v\nsingle %+v", r.ID, g.Config, cfg)
+		}
+		prot, err := store.LoadProtection(ctx, db.Pool, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(g.Protection, prot) {
+			t.Fatalf("account %d protection:\nbatch  %+v\nsingle %+v", r.ID, g.Protection, prot)
+		}
+		tickets, err := store.OpenTickets(ctx, db.Pool, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case !r.Tickets && (g.WithTickets || g.Tickets != nil):
+			t.Fatalf("account %d: tickets read without being asked: %+v", r.ID, g.Tickets)
+		case r.Tickets && (!g.WithTickets || len(g.Tickets) != len(tickets) || len(tickets) > 0 && !reflect.DeepEqual(g.Tickets, tickets)):
+			t.Fatalf("account %d tickets:\nbatch  %+v\nsingle %+v", r.ID, g.Tickets, tickets)
+		}
+	}
+	if len(got[0].Config.Links) != 3 || len(got[0].Config.Masters) != 2 || len(got[0].Tickets) != 1 || got[0].Protection.States[0].ResetGen != 2 {
+		t.Fatalf("account 11: %+v — want 3 enabled links (one of a switched-off master), 2 enabled masters, 1 open ticket, its reset generation", got[0])
+	}
+}
