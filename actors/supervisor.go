@@ -116,7 +116,7 @@ func (s *supervisor) onOwned(ctx actor.Context, m leasekeeper.Owned) {
 }
 
 func (s *supervisor) spawn(ctx actor.Context, id int64, o leasekeeper.OwnedAccount) {
-	props := actor.PropsFromProducer(newAccountActor(s.e, id, o.Epoch, o.Gate))
+	props := actor.PropsFromProducer(newAccountActor(s.e, id, o.Epoch, o.Gate), actor.WithDispatcher(stackDispatcher(300)))
 	pid := ctx.Spawn(props)
 	s.children[id] = &child{pid: pid, epoch: o.Epoch, version: o.ConfigVersion, gate: o.Gate}
 	s.byPID[pid.Id] = id
