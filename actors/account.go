@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -288,8 +289,6 @@ func (a *accountActor) status(ctx actor.Context) {
 		Balance: s.Balance, Equity: s.Equity, At: a.e.now(), LastCopyAt: s.LastCopy,
 	}})
 	if ps, seenAt, ok := a.core.Positions(); ok {
-		ctx.Send(a.e.writer, snapshotUpdate{row: store.PositionsSnapshot{
-			ID: a.id, Epoch: a.epoch, Positions: encodeSnapshot(ps), SeenAt: seenAt,
-		}})
+		ctx.Send(a.e.writer, snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)})
 	}
 }

@@ -24,7 +24,7 @@ type flushDone struct {
 type statusWriter struct {
 	e        *engine
 	statuses map[int64]store.AccountStatus
-	snaps    map[int64]store.PositionsSnapshot // latest per account
+	snaps    map[int64]snapshotUpdate // latest per account
 	tickets  []store.TicketRow
 	// prot holds the latest protection state per (follower, scope); a stop-out must reach
 	// the database, so a failed write is retried like the ticket map's.
@@ -36,7 +36,7 @@ type statusWriter struct {
 
 func newStatusWriter(e *engine) actor.Producer {
 	return func() actor.Actor {
-		return &statusWriter{e: e, statuses: map[int64]store.AccountStatus{}, snaps: map[int64]store.PositionsSnapshot{}, prot: map[[2]int64]store.ProtectionRow{}}
+		return &statusWriter{e: e, statuses: map[int64]store.AccountStatus{}, snaps: map[int64]snapshotUpdate{}, prot: map[[2]int64]store.ProtectionRow{}}
 	}
 }
 
@@ -65,7 +65,7 @@ func (w *statusWriter) Receive(ctx actor.Context) {
 	case ticketUpdate:
 		w.tickets = append(w.tickets, m.rows...)
 	case snapshotUpdate:
-		w.snaps[m.row.ID] = m.row
+		w.snaps[m.row.ID] = m
 	case protectionUpdate:
 		for _, r := range m.rows {
 			w.prot[[2]int64{r.FollowerID, r.LinkID}] = r
@@ -118,16 +118,13 @@ func (w *statusWriter) flush(ctx actor.Context) {
 	for _, s := range w.statuses {
 		statuses = append(statuses, s)
 	}
-	snaps := make([]store.PositionsSnapshot, 0, len(w.snaps))
-	for _, s := range w.snaps {
-		snaps = append(snaps, s)
-	}
+	pending := w.snaps
 	prot := make([]store.ProtectionRow, 0, len(w.prot))
 	for _, r := range w.prot {
 		prot = append(prot, r)
 	}
 	tickets := w.tickets
-	w.statuses, w.snaps, w.tickets = map[int64]store.AccountStatus{}, map[int64]store.PositionsSnapshot{}, nil
+	w.statuses, w.snaps, w.tickets = map[int64]store.AccountStatus{}, map[int64]snapshotUpdate{}, nil
 	w.prot = map[[2]int64]store.ProtectionRow{}
 	w.inFlight = true
 	self, root, e := ctx.Self(), ctx.ActorSystem().Root, w.e
@@ -158,6 +155,11 @@ func (w *statusWriter) flush(ctx actor.Context) {
 				done.err = err // statuses are refreshed by the next report; not retried
 			}
 			e.metrics.StaleWritesRefused.Add(res.Refused)
+		}
+		snaps := make([]store.PositionsSnapshot, 0, len(pending))
+		for _, s := range pending {
+			s.row.Positions = encodeSnapshot(s.positions)
+			snaps = append(snaps, s.row)
 		}
 		if len(snaps) > 0 {
 			res, err := store.WriteSnapshotsFenced(wctx, e.pool, e.cfg.NodeID, snaps)
