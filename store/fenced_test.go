@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -135,5 +136,63 @@ func TestFencedPositionsSnapshots(t *testing.T) {
 	}
 	if _, ok, err := store.ReadPositionsSnapshot(ctxT(t), db.Pool, 99); ok || err != nil {
 		t.Fatalf("no snapshot expected for 99: %v, %v", ok, err)
+	}
+}
+
+// TestFencedWritesDoNotWaitForRenewals: a positions snapshot, a protection state and a
+// ticket row are written while the owner's renewal of the same account is still open (its
+// row lock held), and a claim of the account still cannot pass a fenced write's lock.
+func TestFencedWritesDoNotWaitForRenewals(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	ctx := ctxT(t)
+	seedAccounts(t, db.Pool, "mt5", "master", 100, 1)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 1)
+	var link int64
+	if err := db.Pool.QueryRow(ctx, `INSERT INTO copy_links (master_id, follower_id, magic) VALUES (100, 1, 7) RETURNING id`).Scan(&link); err != nil {
+		t.Fatal(err)
+	}
+	a := cycle(t, db.Pool, "a", nil, 1)
+	epoch := a.Owned[0].Epoch
+	renewal, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = renewal.Rollback(ctx) }()
+	if _, err := renewal.Exec(ctx, `UPDATE trading_accounts SET lease_until = now() + interval '1 minute' WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	// Were a write to wait for the open renewal, it would wait until this context ends.
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	snap, err := store.WriteSnapshotsFenced(wctx, db.Pool, "a", []store.PositionsSnapshot{{ID: 1, Epoch: epoch, Positions: []byte(`[]`), SeenAt: time.Now()}})
+	if err != nil || snap.Applied != 1 {
+		t.Fatalf("snapshot beside an open renewal: %+v, %v", snap, err)
+	}
+	prot, err := store.WriteProtectionFenced(wctx, db.Pool, "a", []store.ProtectionRow{{FollowerID: 1, Epoch: epoch, State: []byte(`{}`)}})
+	if err != nil || prot.Applied != 1 {
+		t.Fatalf("protection state beside an open renewal: %+v, %v", prot, err)
+	}
+	tk, err := store.UpsertTicketsFenced(wctx, db.Pool, "a", []store.TicketRow{{FollowerID: 1, Epoch: epoch, LinkID: link, MasterTicket: 5, FollowerTicket: 6, Volume: 1}})
+	if err != nil || tk.Applied != 1 {
+		t.Fatalf("ticket beside an open renewal: %+v, %v", tk, err)
+	}
+	if err := renewal.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The lock a fenced write takes still stops a claim: a claim's FOR UPDATE SKIP LOCKED
+	// passes over a row held FOR KEY SHARE.
+	expire(t, db.Pool, 1)
+	writer, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = writer.Rollback(ctx) }()
+	if _, err := writer.Exec(ctx, `SELECT id FROM trading_accounts WHERE id = 1 FOR KEY SHARE`); err != nil {
+		t.Fatal(err)
+	}
+	if b := cycle(t, db.Pool, "b", nil, 1); len(b.Owned) != 0 {
+		t.Fatalf("a claim took an account under a fenced write's lock: %+v", b.Owned)
 	}
 }

@@ -105,7 +105,7 @@ func WriteProtectionFenced(ctx context.Context, pool *pgxpool.Pool, node string,
 			SELECT t.id, t.lease_epoch FROM trading_accounts t
 			WHERE t.id = ANY($2::bigint[]) AND t.node_id = $1
 			ORDER BY t.id
-			FOR SHARE OF t)
+			FOR KEY SHARE OF t) -- see fenceLock
 		INSERT INTO protection_state AS p (follower_id, link_id, state, reset_gen, node_id, lease_epoch)
 		SELECT s.id, s.link_id, s.state::jsonb, s.reset_gen, $1, s.epoch
 		FROM s JOIN owned o ON o.id = s.id AND o.lease_epoch = s.epoch

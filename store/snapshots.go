@@ -42,7 +42,7 @@ func WriteSnapshotsFenced(ctx context.Context, pool *pgxpool.Pool, node string, 
 			SELECT t.id, t.lease_epoch FROM trading_accounts t
 			WHERE t.id = ANY($2::bigint[]) AND t.node_id = $1
 			ORDER BY t.id
-			FOR SHARE OF t)
+			FOR KEY SHARE OF t) -- see fenceLock
 		INSERT INTO account_positions AS p (account_id, node_id, lease_epoch, positions, seen_at)
 		SELECT s.id, $1, s.epoch, s.positions::jsonb, s.seen_at
 		FROM s JOIN owned o ON o.id = s.id AND o.lease_epoch = s.epoch
