@@ -218,7 +218,21 @@ func nextForeignExpiry(ctx context.Context, tx pgx.Tx, platform, node string) (t
 // runs exactly once; an IN-subquery may be re-run and update more than limit rows) and
 // takes them with a new epoch. Followers of masters the node already follows come first,
 // so that a master's followers gather on few nodes (fewer master feeds per node).
+//
+// It first looks for one claimable follower, and claims nothing when there is none: a
+// node below its share runs this every cycle, and ordering the candidates (the followed
+// masters, each candidate's master) cost about a second of a loaded database even when
+// no follower was free (20,000 followers, 4 nodes, 1 s interval).
 func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int) ([]Owned, error) {
+	var any bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM trading_accounts
+		WHERE platform = $1 AND role = 'follower' AND enabled
+		  AND (node_id IS NULL OR lease_until IS NULL OR lease_until < now()))`, req.Platform).Scan(&any); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	if !any {
+		return nil, nil
+	}
 	rows, err := tx.Query(ctx, `
 		WITH followed AS (
 			SELECT DISTINCT l.master_id FROM copy_links l
