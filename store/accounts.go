@@ -91,13 +91,7 @@ func LoadFollowerConfig(ctx context.Context, pool *pgxpool.Pool, followerID int6
 		if err != nil {
 			return err
 		}
-		accs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (FollowerConfig, error) {
-			var c FollowerConfig
-			var role string
-			err := row.Scan(append(accountFields(&c.Account, &role), &c.ConfigVersion)...)
-			c.Account.Role = Role(role)
-			return c, err
-		})
+		accs, err := pgx.CollectRows(rows, scanFollowerConfig)
 		if err != nil {
 			return err
 		}
@@ -131,6 +125,15 @@ func LoadFollowerConfig(ctx context.Context, pool *pgxpool.Pool, followerID int6
 		return FollowerConfig{}, fmt.Errorf("store: load follower %d: %w", followerID, err)
 	}
 	return cfg, nil
+}
+
+// scanFollowerConfig scans accountColumns and config_version.
+func scanFollowerConfig(row pgx.CollectableRow) (FollowerConfig, error) {
+	var c FollowerConfig
+	var role string
+	err := row.Scan(append(accountFields(&c.Account, &role), &c.ConfigVersion)...)
+	c.Account.Role = Role(role)
+	return c, err
 }
 
 // OpenTickets returns the open ticket-map rows of a follower (ClosedAt zero; Epoch is the

@@ -43,13 +43,7 @@ func LoadFollowers(ctx context.Context, pool *pgxpool.Pool, reqs []LoadRequest) 
 		if err != nil {
 			return err
 		}
-		cfgs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (FollowerConfig, error) {
-			var c FollowerConfig
-			var role string
-			err := row.Scan(append(accountFields(&c.Account, &role), &c.ConfigVersion)...)
-			c.Account.Role = Role(role)
-			return c, err
-		})
+		cfgs, err := pgx.CollectRows(rows, scanFollowerConfig)
 		if err != nil {
 			return err
 		}

@@ -138,10 +138,7 @@ func TestReconcileChaining(t *testing.T) {
 func TestUnknownOutcome(t *testing.T) {
 	h := newHarness(t, Options{})
 	ready(h)
-	plan := reconcile.Result{Actions: []reconcile.Action{
-		{Kind: reconcile.Open, Symbol: "EURUSD", Side: broker.Buy, Volume: 1, MasterTicket: 1},
-		{Kind: reconcile.Open, Symbol: "EURUSD", Side: broker.Buy, Volume: 1, MasterTicket: 2},
-	}}
+	plan := opens(1, 2)
 	h.event(broker.Opened, 1, 9, h.mpos(400))
 	h.wantReconcile(CauseGap)
 	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), map[int64]reconcile.Result{1: plan})
@@ -181,10 +178,7 @@ func TestOrderErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, Options{})
 			ready(h)
-			plan := reconcile.Result{Actions: []reconcile.Action{
-				{Kind: reconcile.Open, Symbol: "EURUSD", Side: broker.Buy, Volume: 1, MasterTicket: 1},
-				{Kind: reconcile.Open, Symbol: "EURUSD", Side: broker.Buy, Volume: 1, MasterTicket: 2},
-			}}
+			plan := opens(1, 2)
 			h.event(broker.Opened, 1, 9, h.mpos(400))
 			h.answer(state("f", broker.Hedging), state("m", broker.Hedging), map[int64]reconcile.Result{1: plan})
 			h.wantSend(reconcile.Open)
@@ -218,7 +212,7 @@ func TestRepairBackoff(t *testing.T) {
 		if h.rd.Reconcile == nil {
 			h.rd = h.c.RepairDue(h.tick())
 		}
-		plan := reconcile.Result{Actions: []reconcile.Action{{Kind: reconcile.Open, Symbol: "EURUSD", Side: broker.Buy, Volume: 1, MasterTicket: seq}}}
+		plan := opens(seq)
 		h.answer(state("f", broker.Hedging), state("m", broker.Hedging), map[int64]reconcile.Result{1: plan})
 		h.failed(closed)
 		if h.rd.RepairIn != want {
@@ -226,7 +220,7 @@ func TestRepairBackoff(t *testing.T) {
 		}
 	}
 	h.rd = h.c.RepairDue(h.tick())
-	plan := reconcile.Result{Actions: []reconcile.Action{{Kind: reconcile.Open, Symbol: "EURUSD", Side: broker.Buy, Volume: 1, MasterTicket: 99}}}
+	plan := opens(99)
 	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), map[int64]reconcile.Result{1: plan})
 	h.filled(7)
 	h.event(broker.Opened, 1, 99, h.mpos(98)) // an unknown-to-the-stream event: reconcile

@@ -133,3 +133,12 @@ func hasNote(rd *Ready, k NoteKind) *Note {
 	}
 	return nil
 }
+
+// opens is a plan of EURUSD buy 1 lot opens, one per master ticket.
+func opens(masterTickets ...int64) reconcile.Result {
+	var r reconcile.Result
+	for _, t := range masterTickets {
+		r.Actions = append(r.Actions, reconcile.Action{Kind: reconcile.Open, Symbol: "EURUSD", Side: broker.Buy, Volume: 1, MasterTicket: t})
+	}
+	return r
+}

@@ -30,7 +30,7 @@ func TestStopOut(t *testing.T) {
 	h.wantReconcile(CauseGap)
 	losing := state("f", broker.Hedging)
 	losing.Info.Equity = 8_000
-	planned := reconcile.Result{Actions: []reconcile.Action{{Kind: reconcile.Open, Symbol: "EURUSD", Side: broker.Buy, Volume: 1, MasterTicket: 400}}}
+	planned := opens(400)
 	h.answer(losing, state("m", broker.Hedging), map[int64]reconcile.Result{1: planned})
 	if h.rd.Send != nil {
 		t.Fatalf("the plan made before the breach was carried out: %+v", h.rd.Send.Action)
