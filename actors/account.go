@@ -40,7 +40,7 @@ type accountActor struct {
 	core  *follower.Core
 
 	session broker.Session
-	masters map[int64]store.Account  // the masters of the last load, for followMasters
+	masters map[int64]store.Account  // the masters of the load being stepped, for followMasters
 	feeds   map[int64]broker.Session // master sessions, by master id
 	sent    requestIDs               // request ids of orders: see requestID
 
@@ -278,6 +278,7 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 		in.Tickets = append(in.Tickets, reconcile.TicketMapEntry{LinkID: t.LinkID, MasterTicket: t.MasterTicket, FollowerTicket: t.FollowerTicket, Volume: t.Volume})
 	}
 	a.carry(ctx, a.core.Loaded(a.e.now(), in))
+	a.masters = nil // only a load changes the masters: not kept for thousands of accounts
 }
 
 // status queues this account's status, and its positions as last seen, for the
