@@ -198,7 +198,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	}
 	if deps.Credentials == nil {
 		deps.Credentials = func(a store.Account) (broker.Credentials, error) {
-			return broker.Credentials{Login: a.Login, Server: a.Server, Password: string(a.Credentials)}, nil
+			return broker.Credentials{Login: a.Login, Server: a.Server, Password: string(a.Credentials), FIX: broker.FIXSession(a.FIX)}, nil
 		}
 	}
 	log := deps.Logger.With().Str("node", cfg.NodeID).Logger()

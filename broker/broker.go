@@ -68,6 +68,16 @@ type Credentials struct {
 	Login    string
 	Server   string
 	Password string
+	// FIX is the account's FIX 4.4 session settings (broker/fix only; others ignore it).
+	FIX FIXSession
+}
+
+// FIXSession is an account's FIX session settings; empty fields take their defaults (see
+// broker/fix).
+type FIXSession struct {
+	SenderCompID, SenderSubID string
+	TargetCompID, TargetSubID string
+	Username                  string // the Logon's user name (tag 553); empty: Login
 }
 
 // AccountInfo is an account's state as the trade server reports it.

@@ -34,6 +34,19 @@ type Account struct {
 	// CloseOnly is the follower's own close-only mode: "", "let_close" or "close_now"
 	// (reconcile/protect.CloseOnly); it applies to every link of the follower.
 	CloseOnly string
+	// FIX is the account's FIX session settings (column fix_session); zero when it has none.
+	FIX FIXSession
+}
+
+// FIXSession is an account's FIX 4.4 session settings (broker/fix). Empty fields fall back
+// to the legacy server-field syntax and then to the node's FIX configuration.
+type FIXSession struct {
+	SenderCompID string `json:"sender_comp_id,omitempty"`
+	SenderSubID  string `json:"sender_sub_id,omitempty"`
+	TargetCompID string `json:"target_comp_id,omitempty"`
+	TargetSubID  string `json:"target_sub_id,omitempty"`
+	// Username is the Logon's user name (tag 553); empty: the account's login.
+	Username string `json:"username,omitempty"`
 }
 
 // Link is a copy_links row.
@@ -59,7 +72,7 @@ type FollowerConfig struct {
 // ErrNotFound reports a missing row.
 var ErrNotFound = errors.New("store: not found")
 
-const accountColumns = `id, platform, role, enabled, login, server, credentials, close_only`
+const accountColumns = `id, platform, role, enabled, login, server, credentials, close_only, fix_session`
 
 func scanAccount(row pgx.CollectableRow) (Account, error) {
 	var a Account
@@ -71,7 +84,7 @@ func scanAccount(row pgx.CollectableRow) (Account, error) {
 
 // accountFields are the scan destinations of accountColumns, in order (the role as text).
 func accountFields(a *Account, role *string) []any {
-	return []any{&a.ID, &a.Platform, role, &a.Enabled, &a.Login, &a.Server, &a.Credentials, &a.CloseOnly}
+	return []any{&a.ID, &a.Platform, role, &a.Enabled, &a.Login, &a.Server, &a.Credentials, &a.CloseOnly, &a.FIX}
 }
 
 const linkColumns = `id, master_id, follower_id, enabled, magic, settings, version`
@@ -165,8 +178,8 @@ func CreateAccount(ctx context.Context, pool *pgxpool.Pool, a Account) error {
 	if !a.Role.Valid() {
 		return fmt.Errorf("store: role %q must be master or follower", a.Role)
 	}
-	_, err := pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, enabled, login, server, credentials, close_only)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, a.ID, a.Platform, string(a.Role), a.Enabled, a.Login, a.Server, a.Credentials, a.CloseOnly)
+	_, err := pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, enabled, login, server, credentials, close_only, fix_session)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, a.ID, a.Platform, string(a.Role), a.Enabled, a.Login, a.Server, a.Credentials, a.CloseOnly, a.FIX)
 	if err != nil {
 		return fmt.Errorf("store: create account %d: %w", a.ID, err)
 	}

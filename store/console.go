@@ -41,12 +41,13 @@ type AccountRow struct {
 	StatusAt      time.Time // zero: never reported
 	LastCopyAt    time.Time // zero: never copied
 	CreatedAt     time.Time
-	CloseOnly     string // the follower's own close-only mode (Account.CloseOnly)
+	CloseOnly     string     // the follower's own close-only mode (Account.CloseOnly)
+	FIX           FIXSession // the FIX session settings (Account.FIX)
 }
 
 const accountRowColumns = `id, platform, role, enabled, login, server, credentials IS NOT NULL AND length(credentials) > 0,
 	coalesce(node_id, ''), lease_until, coalesce(extract(epoch FROM lease_until - now()), 0)::float8,
-	lease_epoch, config_version, status, last_error, balance, equity, status_at, last_copy_at, created_at, close_only`
+	lease_epoch, config_version, status, last_error, balance, equity, status_at, last_copy_at, created_at, close_only, fix_session`
 
 func scanAccountRow(row pgx.CollectableRow) (AccountRow, error) {
 	var a AccountRow
@@ -55,7 +56,7 @@ func scanAccountRow(row pgx.CollectableRow) (AccountRow, error) {
 	var left float64
 	err := row.Scan(&a.ID, &a.Platform, &role, &a.Enabled, &a.Login, &a.Server, &a.HasCredentials,
 		&a.NodeID, &leaseUntil, &left, &a.Epoch, &a.ConfigVersion, &a.Status, &a.LastError,
-		&a.Balance, &a.Equity, &statusAt, &lastCopy, &a.CreatedAt, &a.CloseOnly)
+		&a.Balance, &a.Equity, &statusAt, &lastCopy, &a.CreatedAt, &a.CloseOnly, &a.FIX)
 	a.Role = Role(role)
 	a.LeaseUntil, a.StatusAt, a.LastCopyAt = derefTime(leaseUntil), derefTime(statusAt), derefTime(lastCopy)
 	a.LeaseLeft = time.Duration(left * float64(time.Second))
@@ -286,7 +287,8 @@ type AccountUpdate struct {
 	// Credentials removes them. Without it the credentials are kept.
 	SetCredentials bool
 	Credentials    []byte
-	CloseOnly      *string // "", "let_close" or "close_now"; nil: unchanged
+	CloseOnly      *string     // "", "let_close" or "close_now"; nil: unchanged
+	FIX            *FIXSession // replaces the FIX session settings; nil: unchanged
 }
 
 // ErrRoleInUse reports a role change of an account that links use in its current role.
@@ -333,8 +335,8 @@ func UpdateAccount(ctx context.Context, pool *pgxpool.Pool, u AccountUpdate) err
 				platform = coalesce($2, platform), role = coalesce($3, role), enabled = coalesce($4, enabled),
 				login = coalesce($5, login), server = coalesce($6, server),
 				credentials = CASE WHEN $7 THEN $8 ELSE credentials END,
-				close_only = coalesce($9, close_only)
-			WHERE id = $1`, u.ID, u.Platform, role2, u.Enabled, u.Login, u.Server, u.SetCredentials, creds, u.CloseOnly)
+				close_only = coalesce($9, close_only), fix_session = coalesce($10, fix_session)
+			WHERE id = $1`, u.ID, u.Platform, role2, u.Enabled, u.Login, u.Server, u.SetCredentials, creds, u.CloseOnly, u.FIX)
 		return err
 	})
 	if err != nil {

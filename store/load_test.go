@@ -86,3 +86,57 @@ func TestLoadFollowersMatchesTheSingleLoads(t *testing.T) {
 		t.Fatalf("account 11: %+v — want 3 enabled links (one of a switched-off master), 2 enabled masters, 1 open ticket, its reset generation", got[0])
 	}
 }
+
+// TestFIXSessionSettings: an account's FIX session settings are stored, read back by every
+// loader, left alone by an update without them, and a change moves the configuration
+// version (the owner reconnects) while writing the same settings again does not.
+func TestFIXSessionSettings(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	ctx := ctxT(t)
+	fix := store.FIXSession{SenderCompID: "demo.broker.42", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "42"}
+	if err := store.CreateAccount(ctx, db.Pool, store.Account{ID: 42, Platform: "fix", Role: store.RoleFollower, Enabled: true, Login: "42", FIX: fix}); err != nil {
+		t.Fatal(err)
+	}
+	read := func() (store.FIXSession, int64) {
+		t.Helper()
+		cfg, err := store.LoadFollowerConfig(ctx, db.Pool, 42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loads, err := store.LoadFollowers(ctx, db.Pool, []store.LoadRequest{{ID: 42}})
+		if err != nil || loads[0].Config.Account.FIX != cfg.Account.FIX {
+			t.Fatalf("batch load %+v (%v), single %+v", loads, err, cfg.Account.FIX)
+		}
+		row, err := store.GetAccountRow(ctx, db.Pool, 42)
+		if err != nil || row.FIX != cfg.Account.FIX {
+			t.Fatalf("account row %+v (%v), config %+v", row.FIX, err, cfg.Account.FIX)
+		}
+		return cfg.Account.FIX, cfg.ConfigVersion
+	}
+	got, v1 := read()
+	if got != fix {
+		t.Fatalf("stored %+v, want %+v", got, fix)
+	}
+	enabled := true
+	if err := store.UpdateAccount(ctx, db.Pool, store.AccountUpdate{ID: 42, Enabled: &enabled}); err != nil {
+		t.Fatal(err)
+	}
+	if got, v := read(); got != fix || v != v1 {
+		t.Fatalf("an update without settings: %+v, version %d → %d", got, v1, v)
+	}
+	if err := store.UpdateAccount(ctx, db.Pool, store.AccountUpdate{ID: 42, FIX: &fix}); err != nil {
+		t.Fatal(err)
+	}
+	if _, v := read(); v != v1 {
+		t.Fatalf("the same settings moved the version %d → %d", v1, v)
+	}
+	changed := fix
+	changed.SenderSubID = "desk2"
+	if err := store.UpdateAccount(ctx, db.Pool, store.AccountUpdate{ID: 42, FIX: &changed}); err != nil {
+		t.Fatal(err)
+	}
+	if got, v := read(); got != changed || v != v1+1 {
+		t.Fatalf("a change: %+v, version %d → %d; want %+v, %d", got, v1, v, changed, v1+1)
+	}
+}

@@ -352,3 +352,33 @@ func TestTwoBrokersOneAccount(t *testing.T) {
 		}
 	}
 }
+
+// An account's own FIX session settings reach the venue: the Logon's user name and the
+// header ids come from Credentials.FIX, over the login and the broker's configuration.
+func TestAccountSessionSettings(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	if err := e.sim.Provision(t.Context(), broker.AccountSpec{Login: "acct7", Password: "right", Balance: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	creds := broker.Credentials{Login: "login-the-venue-does-not-know", Password: "right",
+		FIX: broker.FIXSession{SenderCompID: "demo.sim.acct7", SenderSubID: "desk1", Username: "acct7"}}
+	s, err := e.broker.Connect(t.Context(), creds)
+	if err != nil {
+		t.Fatalf("logon with the account's user name: %v", err)
+	}
+	info, err := s.Account(t.Context())
+	if err != nil || info.Login != "acct7" {
+		t.Fatalf("logged on as %+v (%v), want acct7", info, err)
+	}
+	_ = s.Close()
+
+	creds.FIX.TargetCompID = "someoneElse"
+	_, err = e.broker.Connect(t.Context(), creds)
+	wantClass(t, err, broker.ErrPermanent)
+	if !strings.Contains(err.Error(), "TargetCompID") {
+		t.Fatalf("the account's TargetCompID was not used: %v", err)
+	}
+	creds.FIX = broker.FIXSession{SenderCompID: "has space"}
+	_, err = e.broker.Connect(t.Context(), creds)
+	wantClass(t, err, broker.ErrPermanent)
+}

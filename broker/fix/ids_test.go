@@ -29,6 +29,16 @@ func TestAccountIDs(t *testing.T) {
 			t.Errorf("server %q: %+v, %v; want %+v", c.server, got, err, c.want)
 		}
 	}
+	// The account's own settings win over the server field and the configuration.
+	own := broker.Credentials{Login: "123", Server: "old@oldTarget", FIX: broker.FIXSession{SenderCompID: "S", TargetCompID: "T", TargetSubID: "QUOTE"}}
+	if got, err := accountIDs(own, cfg); err != nil || got != (headerIDs{"S", "node", "T", "QUOTE"}) {
+		t.Errorf("own settings: %+v, %v", got, err)
+	}
+	for _, bad := range []broker.FIXSession{{SenderCompID: "a b"}, {TargetSubID: "x=1"}, {Username: "u\x01"}} {
+		if _, err := accountIDs(broker.Credentials{Login: "1", FIX: bad}, cfg); broker.ClassOf(err) != broker.ErrPermanent {
+			t.Errorf("settings %+v: %v, want a permanent error", bad, err)
+		}
+	}
 	for _, bad := range []string{"a@b@c", "with space", "x=1"} {
 		if _, err := accountIDs(broker.Credentials{Login: "1", Server: bad}, cfg); broker.ClassOf(err) != broker.ErrPermanent {
 			t.Errorf("server %q: %v, want a permanent error", bad, err)

@@ -1,6 +1,7 @@
 package fix
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -452,7 +453,7 @@ func (s *session) OnLogout(quickfix.SessionID) {
 // ToAdmin implements quickfix.Application: the Logon carries the credentials.
 func (s *session) ToAdmin(m *quickfix.Message, _ quickfix.SessionID) {
 	if m.IsMsgTypeOf(fixwire.MsgLogon) {
-		m.Body.SetString(fixwire.TagUsername, s.creds.Login)
+		m.Body.SetString(fixwire.TagUsername, cmp.Or(s.creds.FIX.Username, s.creds.Login))
 		m.Body.SetString(fixwire.TagPassword, s.creds.Password)
 	}
 }
@@ -588,7 +589,9 @@ type headerIDs struct {
 //	"SENDER"                             cTrader's "<environment>.<broker>.<login>"
 //	"SENDER/SENDERSUB@TARGET/TARGETSUB"  any part may be left out: "SENDER@TARGET", "@TARGET/TRADE"
 //
-// Parts the field leaves out come from the Config.
+// Parts the field leaves out come from the Config. The account's own FIX session settings
+// (Credentials.FIX, edited in the console and the API) win over both; the server-field
+// syntax is kept for accounts configured before they existed.
 func accountIDs(c broker.Credentials, cfg Config) (headerIDs, error) {
 	ids := headerIDs{SenderCompID: cfg.SenderCompID, SenderSubID: cfg.SenderSubID, TargetCompID: cfg.TargetCompID, TargetSubID: cfg.TargetSubID}
 	sender, target, hasTarget := strings.Cut(c.Server, "@")
@@ -613,6 +616,18 @@ func accountIDs(c broker.Credentials, cfg Config) (headerIDs, error) {
 			ids.TargetSubID = sub
 		}
 	}
+	f := c.FIX
+	for _, v := range []struct{ name, value string }{{"SenderCompID", f.SenderCompID}, {"SenderSubID", f.SenderSubID},
+		{"TargetCompID", f.TargetCompID}, {"TargetSubID", f.TargetSubID}, {"Username", f.Username}} {
+		if strings.ContainsAny(v.value, " \t\x01=") {
+			return ids, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
+				"fix: account %s %q: spaces, '=' and SOH are not allowed", v.name, v.value)
+		}
+	}
+	ids.SenderCompID = cmp.Or(f.SenderCompID, ids.SenderCompID)
+	ids.SenderSubID = cmp.Or(f.SenderSubID, ids.SenderSubID)
+	ids.TargetCompID = cmp.Or(f.TargetCompID, ids.TargetCompID)
+	ids.TargetSubID = cmp.Or(f.TargetSubID, ids.TargetSubID)
 	if ids.SenderCompID == "" {
 		ids.SenderCompID = c.Login
 	}

@@ -385,6 +385,9 @@ func (s *Server) createAccount(ctx context.Context, r *http.Request, in *account
 	if in.CloseOnly != nil {
 		a.CloseOnly = *in.CloseOnly
 	}
+	if in.FIX != nil {
+		a.FIX = *in.FIX
+	}
 	if err := store.CreateAccount(ctx, s.opts.Pool, a); err != nil {
 		if fe, ok := accountConflict(err, a.ID); ok {
 			return 0, http.StatusConflict, fe
@@ -417,7 +420,7 @@ func (s *Server) updateAccount(ctx context.Context, r *http.Request, id int64, i
 		return http.StatusInternalServerError, fe
 	}
 	u := store.AccountUpdate{ID: id, Platform: in.Platform, Enabled: in.Enabled, Login: in.Login, Server: in.Server,
-		SetCredentials: in.ClearPassword || len(sealed) > 0, Credentials: sealed, CloseOnly: in.CloseOnly}
+		SetCredentials: in.ClearPassword || len(sealed) > 0, Credentials: sealed, CloseOnly: in.CloseOnly, FIX: in.FIX}
 	if in.Role != nil {
 		role := store.Role(*in.Role)
 		u.Role = &role
@@ -523,6 +526,7 @@ type accountForm struct {
 	HasCredentials bool
 	CanSeal        bool
 	CloseOnly      string
+	FIX            store.FIXSession
 	Errors         map[string]string
 	Platforms      []string
 }
@@ -558,7 +562,9 @@ func formStr(r *http.Request, field string) *string {
 // accountFromForm reads the account form. The password is taken only when typed.
 func accountFromForm(r *http.Request, fe *fieldErrs, create bool) *accountInput {
 	in := &accountInput{Role: formStr(r, "role"), Platform: formStr(r, "platform"), Login: formStr(r, "login"), Server: formStr(r, "server"),
-		CloseOnly: formStr(r, "close_only")}
+		CloseOnly: formStr(r, "close_only"), FIX: &store.FIXSession{SenderCompID: r.PostFormValue("fix_sender_comp_id"),
+			SenderSubID: r.PostFormValue("fix_sender_sub_id"), TargetCompID: r.PostFormValue("fix_target_comp_id"),
+			TargetSubID: r.PostFormValue("fix_target_sub_id"), Username: r.PostFormValue("fix_username")}}
 	on := r.PostFormValue("enabled") == "on" || r.PostFormValue("enabled") == "true"
 	in.Enabled = &on
 	if create {
@@ -575,6 +581,9 @@ func accountFromForm(r *http.Request, fe *fieldErrs, create bool) *accountInput 
 func (s *Server) accountFormBack(ctx context.Context, w http.ResponseWriter, r *http.Request, status int, in *accountInput, fe fieldErrs, create bool, hasCreds bool, id int64) {
 	f := accountForm{Create: create, Role: deref(in.Role), Platform: deref(in.Platform), Login: deref(in.Login), Server: deref(in.Server),
 		Enabled: in.Enabled != nil && *in.Enabled, HasCredentials: hasCreds, CanSeal: s.opts.Sealer != nil, CloseOnly: deref(in.CloseOnly), Errors: fe.m}
+	if in.FIX != nil {
+		f.FIX = *in.FIX
+	}
 	if create {
 		f.ID = strings.TrimSpace(r.PostFormValue("id"))
 	} else {
@@ -630,7 +639,7 @@ func (s *Server) accountEditPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := accountForm{ID: strconv.FormatInt(id, 10), Role: string(a.Role), Platform: a.Platform, Login: a.Login, Server: a.Server,
-		Enabled: a.Enabled, HasCredentials: a.HasCredentials, CanSeal: s.opts.Sealer != nil, CloseOnly: a.CloseOnly}
+		Enabled: a.Enabled, HasCredentials: a.HasCredentials, CanSeal: s.opts.Sealer != nil, CloseOnly: a.CloseOnly, FIX: a.FIX}
 	f.Platforms, _ = store.AccountPlatforms(ctx, s.opts.Pool)
 	s.renderPage(w, r, http.StatusOK, "account_form", "Edit account "+f.ID, "accounts", f)
 }

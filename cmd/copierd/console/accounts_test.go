@@ -73,6 +73,10 @@ func TestAccountsAPI(t *testing.T) {
 		{"malformed", `{"id":12,`, 400, "", "malformed JSON"},
 		{"empty", ``, 400, "", "empty body"},
 		{"trailing", `{"id":12,"role":"master","platform":"mt5","login":"x"} {}`, 400, "", "trailing data"},
+		{"FIX id with a space", `{"id":12,"role":"master","platform":"fix","login":"x","fix":{"sender_comp_id":"a b"}}`, 422, "fix.sender_comp_id", "spaces"},
+		{"FIX id with '='", `{"id":12,"role":"master","platform":"fix","login":"x","fix":{"target_sub_id":"x=1"}}`, 422, "fix.target_sub_id", "'='"},
+		{"long FIX user", `{"id":12,"role":"master","platform":"fix","login":"x","fix":{"username":"` + strings.Repeat("u", 65) + `"}}`, 422, "fix.username", "at most"},
+		{"unknown FIX field", `{"id":12,"role":"master","platform":"fix","login":"x","fix":{"password":"p"}}`, 400, "", `unknown field`},
 	} {
 		r := e.do("POST", "/api/accounts", rawBody(c.body), bearer)
 		if r.status != c.status {
@@ -90,6 +94,29 @@ func TestAccountsAPI(t *testing.T) {
 	}
 	if e.snapshot() != before {
 		t.Fatal("a refused create changed the database")
+	}
+
+	// FIX session settings: stored, returned, replaced by an edit.
+	r = e.do("POST", "/api/accounts", jsonBody(map[string]any{"id": 13, "role": "follower", "platform": "fix", "login": "77",
+		"fix": map[string]any{"sender_comp_id": " demo.broker.77 ", "target_comp_id": "cServer", "target_sub_id": "TRADE", "username": "77"}}), bearer)
+	if r.status != http.StatusCreated {
+		t.Fatalf("create with FIX settings: %d %s", r.status, r.body)
+	}
+	var withFIX struct {
+		FIX map[string]string `json:"fix"`
+	}
+	r.json(t, &withFIX)
+	if withFIX.FIX["sender_comp_id"] != "demo.broker.77" || withFIX.FIX["target_sub_id"] != "TRADE" || withFIX.FIX["username"] != "77" {
+		t.Fatalf("created FIX settings %v", withFIX.FIX)
+	}
+	r = e.do("PATCH", "/api/accounts/13", jsonBody(map[string]any{"fix": map[string]any{"sender_comp_id": "demo.broker.78"}}), bearer)
+	if r.status != http.StatusOK {
+		t.Fatalf("edit FIX settings: %d %s", r.status, r.body)
+	}
+	withFIX.FIX = nil
+	r.json(t, &withFIX)
+	if len(withFIX.FIX) != 1 || withFIX.FIX["sender_comp_id"] != "demo.broker.78" {
+		t.Fatalf("edited FIX settings %v: the object replaces the settings", withFIX.FIX)
 	}
 
 	// Read, list, search, paginate.
@@ -411,5 +438,38 @@ func TestAccountsAt20000Rows(t *testing.T) {
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("last page took %v", took)
+	}
+}
+
+// TestFIXSessionForm: the account form edits the FIX session settings: a bad id is refused
+// with its field and the typed values kept; a good one is stored and shown when editing.
+func TestFIXSessionForm(t *testing.T) {
+	e := newEnv(t)
+	b := e.login()
+	csrf := b.csrf("/accounts/new")
+	form := url.Values{"csrf": {csrf}, "id": {"5"}, "role": {"follower"}, "platform": {"fix"}, "login": {"55"}, "enabled": {"on"},
+		"fix_sender_comp_id": {"demo broker"}, "fix_target_comp_id": {"cServer"}, "fix_target_sub_id": {"TRADE"}, "fix_username": {"55"}}
+	r := b.post("/accounts/new", form)
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, "must not contain spaces") || !strings.Contains(r.body, `value="cServer"`) {
+		t.Fatalf("bad SenderCompID: %d, want the field's error and the typed values back", r.status)
+	}
+	form.Set("fix_sender_comp_id", "demo.broker.55")
+	if r := b.post("/accounts/new", form); r.status != http.StatusSeeOther {
+		t.Fatalf("form create: %d %s", r.status, r.body)
+	}
+	edit := b.get("/accounts/5/edit").body
+	for _, v := range []string{`value="demo.broker.55"`, `value="cServer"`, `value="TRADE"`, `id="fix_username" name="fix_username" value="55"`} {
+		if !strings.Contains(edit, v) {
+			t.Fatalf("edit page lacks %s", v)
+		}
+	}
+	var a struct {
+		FIX map[string]string `json:"fix"`
+	}
+	e.do("GET", "/api/accounts/5", nil, bearer).json(t, &struct {
+		Account any `json:"account"`
+	}{&a})
+	if a.FIX["sender_comp_id"] != "demo.broker.55" || a.FIX["target_comp_id"] != "cServer" {
+		t.Fatalf("stored FIX settings %v", a.FIX)
 	}
 }

@@ -103,6 +103,28 @@ type accountInput struct {
 	ClearPassword bool `json:"clear_password"`
 	// CloseOnly is a follower's own close-only mode: "", "let_close" or "close_now".
 	CloseOnly *string `json:"close_only"`
+	// FIX replaces the account's FIX session settings (absent: unchanged; {}: none).
+	FIX *store.FIXSession `json:"fix"`
+}
+
+// maxFIXID bounds a FIX session id or user name.
+const maxFIXID = 64
+
+// checkFIX validates the FIX session settings: each id goes into a FIX header as it is.
+func checkFIX(fe *fieldErrs, f *store.FIXSession) {
+	if f == nil {
+		return
+	}
+	for _, v := range []struct {
+		field string
+		value *string
+	}{{"fix.sender_comp_id", &f.SenderCompID}, {"fix.sender_sub_id", &f.SenderSubID}, {"fix.target_comp_id", &f.TargetCompID},
+		{"fix.target_sub_id", &f.TargetSubID}, {"fix.username", &f.Username}} {
+		s := checkText(fe, v.field, v.value, false, maxFIXID)
+		if fe.m[v.field] == "" && strings.ContainsAny(s, " =") {
+			fe.add(v.field, "must not contain spaces or '='")
+		}
+	}
 }
 
 // checkText validates a free-text field and returns it trimmed.
@@ -162,6 +184,7 @@ func (s *Server) validateAccount(in *accountInput, create bool, pathID int64) fi
 		fe.add("login", "required")
 	}
 	checkText(&fe, "server", in.Server, false, maxServer)
+	checkFIX(&fe, in.FIX)
 	if c := in.CloseOnly; c != nil {
 		switch protect.CloseOnly(*c) {
 		case protect.CopyNormally, protect.LetClose, protect.CloseNow:

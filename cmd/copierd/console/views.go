@@ -20,6 +20,8 @@ type accountJSON struct {
 	HasCredentials bool   `json:"has_credentials"`
 	// CloseOnly is the follower's own close-only mode ("" copies normally).
 	CloseOnly string `json:"close_only"`
+	// FIX is the account's FIX session settings (empty fields omitted).
+	FIX store.FIXSession `json:"fix"`
 	// Owner is the node holding the lease (null when free). LeaseUntil is by the
 	// database's clock; LeaseLeftSeconds is relative to the database's now() (negative:
 	// expired).
@@ -113,7 +115,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func newAccountJSON(a store.AccountRow, live *actors.AccountStatus) accountJSON {
 	j := accountJSON{ID: a.ID, Platform: a.Platform, Role: string(a.Role), Enabled: a.Enabled, Login: a.Login, Server: a.Server,
-		HasCredentials: a.HasCredentials, CloseOnly: a.CloseOnly, Epoch: a.Epoch, ConfigVersion: a.ConfigVersion, Status: a.Status, LastError: a.LastError,
+		HasCredentials: a.HasCredentials, CloseOnly: a.CloseOnly, FIX: a.FIX, Epoch: a.Epoch, ConfigVersion: a.ConfigVersion, Status: a.Status, LastError: a.LastError,
 		Balance: a.Balance, Equity: a.Equity, StatusAt: tptr(a.StatusAt), LastCopyAt: tptr(a.LastCopyAt), CreatedAt: a.CreatedAt,
 		LeaseUntil: tptr(a.LeaseUntil)}
 	if a.NodeID != "" {
