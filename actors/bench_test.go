@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -18,7 +20,9 @@ import (
 
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/fix"
 	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/broker/sim/fixfront"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
 	"github.com/snapcopier/copier/store/storetest"
@@ -36,11 +40,21 @@ import (
 // cost per order), takeover time and heap per owned account.
 func BenchmarkFanout(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("followers=%d", n), func(b *testing.B) { benchFanout(b, n) })
+		b.Run(fmt.Sprintf("followers=%d", n), func(b *testing.B) { benchFanout(b, n, false) })
 	}
 }
 
-func benchFanout(b *testing.B, followers int) {
+// BenchmarkFanoutFIX is BenchmarkFanout with every session, the node's and the limit's,
+// a FIX 4.4 session to the simulator's FIX front on loopback (one quickfixgo initiator per
+// account). Run it beside BenchmarkFanout (-bench Fanout) for the in-process figures of the
+// same run.
+func BenchmarkFanoutFIX(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("followers=%d", n), func(b *testing.B) { benchFanout(b, n, true) })
+	}
+}
+
+func benchFanout(b *testing.B, followers int, viaFIX bool) {
 	ctx := context.Background()
 	db := storetest.NewDB(b)
 	s := sim.New(sim.Config{Seed: 1, AutoProvision: true, DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e6, Leverage: 100, Mode: broker.Hedging}})
@@ -57,13 +71,24 @@ func benchFanout(b *testing.B, followers int) {
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO copy_links (master_id, follower_id, magic, settings) SELECT 1, g, 77, $2 FROM generate_series(1001, 1000 + $1::bigint) g`, followers, settings); err != nil {
 		b.Fatal(err)
 	}
-	rec := &orderRecorder{Broker: s}
+	var transport broker.Broker = s
+	if viaFIX {
+		front, err := fixfront.Start("127.0.0.1:0", s, s, fixfront.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = front.Close() }()
+		if transport, err = fix.New(fix.Config{Addr: front.Addr()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rec := &orderRecorder{Broker: transport}
 	takenOver := newFirstIdle(followers, 1001)
 	var before, after runtimeMem
 	before.read()
 	started := time.Now()
 	node, err := actors.Start(ctx, actors.Config{NodeID: "bench", Platform: "sim", Capacity: followers, ReconcileEvery: -1,
-		ReconcileConcurrency: 64, ReconcileRate: 100000}, actors.Deps{Pool: db.NewPool(b, store.Options{MaxConns: 16}), Broker: rec, Logger: zerolog.Nop(), Observe: takenOver.observe})
+		ReconcileConcurrency: 64, ReconcileRate: 100000}, actors.Deps{Pool: db.NewPool(b, store.Options{MaxConns: 16}), Broker: rec, Logger: benchLogger(b), Observe: takenOver.observe})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,7 +97,7 @@ func benchFanout(b *testing.B, followers int) {
 	takeover := time.Since(started)
 	after.read()
 
-	limit := newTrivialFanout(b, s, followers)
+	limit := newTrivialFanout(b, transport, followers)
 	defer limit.stop()
 
 	var engine, trivial []time.Duration
@@ -87,14 +112,14 @@ func benchFanout(b *testing.B, followers int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		awaitDone(b, "copies", r.done, 2*time.Minute)
+		awaitRound(b, "copies", r, 2*time.Minute)
 		engineCPU += processCPU() - cpu0
 		engine = append(engine, r.lat...)
 		r = rec.begin(followers, true)
 		if err := s.MasterClose(ctx, "m1", p.Ticket, 0); err != nil {
 			b.Fatal(err)
 		}
-		awaitDone(b, "closes", r.done, 2*time.Minute)
+		awaitRound(b, "closes", r, 2*time.Minute)
 		// The limit: the same event to N trivial actors, each sending the same order.
 		cpu0 = processCPU()
 		trivial = append(trivial, limit.round(b)...)
@@ -131,6 +156,30 @@ func awaitDone(b *testing.B, what string, done <-chan struct{}, within time.Dura
 	case <-done:
 	case <-time.After(within):
 		b.Fatalf("%s: not done within %v", what, within)
+	}
+}
+
+// benchLogger is the node's logger: none, or warnings to the file COPIER_BENCH_LOG names.
+func benchLogger(b *testing.B) zerolog.Logger {
+	path := os.Getenv("COPIER_BENCH_LOG")
+	if path == "" {
+		return zerolog.Nop()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = f.Close() })
+	return zerolog.New(f).Level(zerolog.WarnLevel).With().Timestamp().Logger()
+}
+
+// awaitRound waits for a round's last order; on a timeout it says how many came.
+func awaitRound(b *testing.B, what string, r *round, within time.Duration) {
+	b.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(within):
+		b.Fatalf("%s: %d of %d orders within %v", what, min(r.next.Load(), int64(len(r.lat))), len(r.lat), within)
 	}
 }
 
@@ -244,16 +293,33 @@ type trivialFanout struct {
 // fanoutMsg is the one message every trivial actor receives in a round.
 type fanoutMsg struct{ r *round }
 
-func newTrivialFanout(b *testing.B, s *sim.Server, n int) *trivialFanout {
+func newTrivialFanout(b *testing.B, s broker.Broker, n int) *trivialFanout {
 	t := &trivialFanout{system: actor.NewActorSystem(actor.WithLoggerFactory(func(system *actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))}
-	for i := 0; i < n; i++ {
-		sess, err := s.Connect(context.Background(), broker.Credentials{Login: fmt.Sprintf("t%d", i)})
+	// Connected 64 at a time: a FIX logon waits for the next whole second (quickfixgo).
+	t.sess = make([]broker.Session, n)
+	errs := make(chan error, n)
+	slots := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			sess, err := s.Connect(context.Background(), broker.Credentials{Login: fmt.Sprintf("t%d", i)})
+			t.sess[i] = sess
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
 		if err != nil {
 			b.Fatal(err)
 		}
-		t.sess = append(t.sess, sess)
+	}
+	for _, sess := range t.sess {
 		t.pids = append(t.pids, t.system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 			if m, ok := c.Message().(*fanoutMsg); ok {
 				_, err := sess.Open(context.Background(), broker.OpenRequest{Order: broker.Order{RequestID: uuid.New(), Token: 1, Node: "trivial"},
@@ -282,8 +348,11 @@ func (t *trivialFanout) stop() {
 	for _, pid := range t.pids {
 		_ = t.system.Root.StopFuture(pid).Wait()
 	}
+	var wg sync.WaitGroup
 	for _, s := range t.sess {
-		_ = s.Close()
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = s.Close() }()
 	}
+	wg.Wait()
 	t.system.Shutdown()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/internal/fixleaks"
 	"github.com/snapcopier/copier/internal/testwait"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/reconcile"
@@ -27,14 +28,14 @@ import (
 // parallel, so a per-test check would see its neighbours' goroutines.
 func TestMain(m *testing.M) {
 	storetest.Main(m, func() error {
-		return goleak.Find(
+		return goleak.Find(append(fixleaks.Ignore(), // quickfixgo's known leaks of stopped sessions (BenchmarkFanoutFIX)
 			// protoactor's dead-letter throttle sleeps out its period in a goroutine of
 			// its own after a node stops; it ends by itself.
 			goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
 			// toxiproxy's toxic pipelines (cut tests) wind down on their own after the
 			// proxy stops.
 			goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
-		)
+		)...)
 	})
 }
 
