@@ -68,6 +68,11 @@ type Config struct {
 	SymbolsMaxAge time.Duration
 	// LogonTimeout bounds each connection attempt up to the Logon reply.
 	LogonTimeout time.Duration
+	// PollPositions > 0 makes Subscribe poll the account's positions at this interval and
+	// report the differences, for venues that report only the session's own orders
+	// (cTrader, LMAX): a master's trades made in its terminal reach no other session.
+	// Zero: a RequestForPositions subscription (the simulator's front reports every change).
+	PollPositions time.Duration
 	// ReconnectMin and ReconnectMax bound the exponential backoff between attempts.
 	ReconnectMin, ReconnectMax time.Duration
 	// Log receives session events; the password is never logged.

@@ -560,6 +560,9 @@ func (s *session) Subscribe(ctx context.Context) (<-chan broker.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, notSent("subscribe", err)
 	}
+	if every := s.b.cfg.PollPositions; every > 0 {
+		return s.pollFeed(ctx, every)
+	}
 	t, err := s.symbols(ctx)
 	if err != nil {
 		return nil, err

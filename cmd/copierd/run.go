@@ -39,9 +39,11 @@ others within one lease.
 for trying things out), "bridge://HOST:PORT" (a bridge server, e.g. 'copierd sim'; its
 token comes from --bridge-token) or "fix://HOST:PORT" / "fix+tls://HOST:PORT" (a FIX 4.4
 venue, e.g. a cTrader broker's TRADE endpoint or 'copierd sim --fix'; each account logs on
-with its login and password, SenderCompID = the account's server field or its login;
-?target-comp-id=, ?target-sub-id= and ?sender-sub-id= set the other header ids; see
-broker/fix/FIX.md).
+with its login and password and the account's FIX session settings (SenderCompID: else the
+server field, else the login);
+?target-comp-id=, ?target-sub-id= and ?sender-sub-id= set the other header ids;
+?poll-positions=1s makes master feeds poll positions, for venues that do not report an
+account's trades made outside the session; see broker/fix/FIX.md).
 
 Configuration errors are reported before anything is touched (exit 2). A database or
 bridge that cannot be reached at start is retried with backoff until it can, or until
@@ -335,6 +337,8 @@ type brokerSpec struct {
 	tls  bool   // fix+tls
 	// FIX header ids from the query (empty: broker/fix's defaults).
 	targetCompID, targetSubID, senderSubID string
+	// pollPositions > 0: master feeds poll positions at this interval (?poll-positions=).
+	pollPositions time.Duration
 }
 
 // String describes the broker for logs (it never holds a secret).
@@ -354,7 +358,7 @@ func (b brokerSpec) String() string {
 // fixConfig is the FIX broker configuration of a fix:// spec.
 func (b brokerSpec) fixConfig(log zerolog.Logger) fix.Config {
 	return fix.Config{Addr: b.addr, TLS: b.tls, TargetCompID: b.targetCompID, TargetSubID: b.targetSubID,
-		SenderSubID: b.senderSubID, Log: log}
+		SenderSubID: b.senderSubID, PollPositions: b.pollPositions, Log: log}
 }
 
 // parseBrokerSpec parses --broker: "sim" or "bridge://HOST:PORT".
@@ -399,8 +403,14 @@ func parseBrokerSpec(s string) (brokerSpec, error) {
 				spec.targetSubID = v[0]
 			case "sender-sub-id":
 				spec.senderSubID = v[0]
+			case "poll-positions":
+				d, err := time.ParseDuration(v[0])
+				if err != nil || d < 100*time.Millisecond {
+					return brokerSpec{}, bad("poll-positions must be a duration of at least 100ms, e.g. 1s")
+				}
+				spec.pollPositions = d
 			default:
-				return brokerSpec{}, bad("unknown parameter " + strconv.Quote(k) + " (want target-comp-id, target-sub-id or sender-sub-id)")
+				return brokerSpec{}, bad("unknown parameter " + strconv.Quote(k) + " (want target-comp-id, target-sub-id, sender-sub-id or poll-positions)")
 			}
 		}
 	}
