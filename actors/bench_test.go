@@ -220,7 +220,8 @@ type round struct {
 	start time.Time
 	close bool // counts ClosePosition calls instead of Open
 	lat   []time.Duration
-	next  atomic.Int64
+	next  atomic.Int64 // slots handed out
+	wrote atomic.Int64 // slots written: the last writer closes done, after every write
 	done  chan struct{}
 }
 
@@ -234,7 +235,9 @@ func (r *round) record() {
 	i := r.next.Add(1) - 1
 	if i < int64(len(r.lat)) {
 		r.lat[i] = d
-		if i == int64(len(r.lat))-1 {
+		// Counted after the write, so done closes only once every slot holds its value
+		// (the slot handed out last may be written before an earlier one).
+		if r.wrote.Add(1) == int64(len(r.lat)) {
 			close(r.done)
 		}
 	}
