@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/snapcopier/copier/store"
 	"github.com/snapcopier/copier/store/storetest"
 )
@@ -138,5 +140,54 @@ func TestFIXSessionSettings(t *testing.T) {
 	}
 	if got, v := read(); got != changed || v != v1+1 {
 		t.Fatalf("a change: %+v, version %d → %d; want %+v, %d", got, v1, v, changed, v1+1)
+	}
+	if err := store.UpdateAccount(ctx, db.Pool, store.AccountUpdate{ID: 42, FIX: &store.FIXSession{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, v := read(); got != (store.FIXSession{}) || v != v1+2 {
+		t.Fatalf("removed: %+v, version %d → %d; want none, %d", got, v1, v, v1+2)
+	}
+	var raw string
+	if err := db.Pool.QueryRow(ctx, `SELECT fix_session::text FROM trading_accounts WHERE id = 42`).Scan(&raw); err != nil || raw != "{}" {
+		t.Fatalf("removed settings stored as %q (%v), want {}", raw, err)
+	}
+
+	// A master's settings reach its followers' configurations: the master feed logs on
+	// with them.
+	mfix := store.FIXSession{SenderCompID: "live.broker.9", Username: "9"}
+	if err := store.CreateAccount(ctx, db.Pool, store.Account{ID: 9, Platform: "fix", Role: store.RoleMaster, Enabled: true, Login: "9", FIX: mfix}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CreateLink(ctx, db.Pool, store.Link{MasterID: 9, FollowerID: 42, Enabled: true, Magic: 1}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := store.LoadFollowerConfig(ctx, db.Pool, 42)
+	if err != nil || cfg.Masters[9].FIX != mfix {
+		t.Fatalf("master in the follower's configuration: %+v (%v), want FIX %+v", cfg.Masters[9], err, mfix)
+	}
+	loads, err := store.LoadFollowers(ctx, db.Pool, []store.LoadRequest{{ID: 42}})
+	if err != nil || loads[0].Config.Masters[9].FIX != mfix {
+		t.Fatalf("master in the batch load: %+v (%v), want FIX %+v", loads, err, mfix)
+	}
+
+	// The column holds an object of strings, whoever writes it: anything else would fail
+	// every load of the account. A refused write changes nothing.
+	_, before := read()
+	for _, bad := range []string{`[]`, `"demo.broker.42"`, `null`, `{"sender_comp_id": 42}`, `{"username": null}`, `{"target_comp_id": {"x": "y"}}`} {
+		_, err := db.Pool.Exec(ctx, `UPDATE trading_accounts SET fix_session = $1::jsonb WHERE id = 42`, bad)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.ConstraintName != "trading_accounts_fix_session_object" {
+			t.Errorf("fix_session = %s: %v, want the check constraint to refuse it", bad, err)
+		}
+	}
+	if got, v := read(); got != (store.FIXSession{}) || v != before {
+		t.Fatalf("after refused writes: %+v, version %d → %d", got, before, v)
+	}
+	// Keys the engine does not know are kept and ignored (a newer node may add some).
+	if _, err := db.Pool.Exec(ctx, `UPDATE trading_accounts SET fix_session = '{"sender_comp_id": "S", "later": "x"}' WHERE id = 42`); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := read(); got != (store.FIXSession{SenderCompID: "S"}) {
+		t.Fatalf("with an unknown key: %+v", got)
 	}
 }

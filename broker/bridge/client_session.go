@@ -50,7 +50,7 @@ func (s *session) credentials() (wireCredentials, error) {
 	if s.closed {
 		return wireCredentials{}, s.errClosed()
 	}
-	return wireCredentials{Login: s.creds.Login, Server: s.creds.Server, Password: s.creds.Password}, nil
+	return toWireCredentials(s.creds), nil
 }
 
 // attach returns the live connection and the session's id on it, opening the session

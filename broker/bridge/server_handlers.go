@@ -131,7 +131,7 @@ func (c *serverConn) connect(ctx context.Context, f *inFrame) error {
 	c.sessions[f.Session] = ss // reserved while connecting
 	c.mu.Unlock()
 
-	sess, err := c.srv.b.Connect(ctx, broker.Credentials{Login: p.Login, Server: p.Server, Password: p.Password})
+	sess, err := c.srv.b.Connect(ctx, p.credentials())
 	if err == nil && ctx.Err() != nil {
 		// The client gave up meanwhile and will never use this session.
 		_ = sess.Close()

@@ -18,6 +18,36 @@ type wireCredentials struct {
 	Login    string `json:"login"`
 	Server   string `json:"server"`
 	Password string `json:"password"`
+	// FIX is the account's FIX session settings, for a server whose trade server speaks
+	// FIX (broker/fix); absent when the account has none. Older servers ignore it.
+	FIX *wireFIXSession `json:"fix,omitempty"`
+}
+
+// wireFIXSession is broker.FIXSession on the wire; empty fields are omitted.
+type wireFIXSession struct {
+	SenderCompID string `json:"sender_comp_id,omitempty"`
+	SenderSubID  string `json:"sender_sub_id,omitempty"`
+	TargetCompID string `json:"target_comp_id,omitempty"`
+	TargetSubID  string `json:"target_sub_id,omitempty"`
+	Username     string `json:"username,omitempty"`
+}
+
+func toWireCredentials(c broker.Credentials) wireCredentials {
+	w := wireCredentials{Login: c.Login, Server: c.Server, Password: c.Password}
+	if f := c.FIX; f != (broker.FIXSession{}) {
+		w.FIX = &wireFIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID,
+			TargetCompID: f.TargetCompID, TargetSubID: f.TargetSubID, Username: f.Username}
+	}
+	return w
+}
+
+func (w wireCredentials) credentials() broker.Credentials {
+	c := broker.Credentials{Login: w.Login, Server: w.Server, Password: w.Password}
+	if f := w.FIX; f != nil {
+		c.FIX = broker.FIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID,
+			TargetCompID: f.TargetCompID, TargetSubID: f.TargetSubID, Username: f.Username}
+	}
+	return c
 }
 
 type wireAccount struct {

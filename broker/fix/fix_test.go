@@ -354,14 +354,26 @@ func TestTwoBrokersOneAccount(t *testing.T) {
 }
 
 // An account's own FIX session settings reach the venue: the Logon's user name and the
-// header ids come from Credentials.FIX, over the login and the broker's configuration.
+// header ids come from Credentials.FIX, over the login, the server field (then only a
+// label) and the broker's configuration; an account without them still takes its ids from
+// the legacy server-field syntax. Bad settings are refused before anything is sent.
 func TestAccountSessionSettings(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	if err := e.sim.Provision(t.Context(), broker.AccountSpec{Login: "acct7", Password: "right", Balance: 1000}); err != nil {
-		t.Fatal(err)
+	for _, login := range []string{"acct7", "acct8"} {
+		if err := e.sim.Provision(t.Context(), broker.AccountSpec{Login: login, Password: "right", Balance: 1000}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	creds := broker.Credentials{Login: "login-the-venue-does-not-know", Password: "right",
-		FIX: broker.FIXSession{SenderCompID: "demo.sim.acct7", SenderSubID: "desk1", Username: "acct7"}}
+	lastLogon := func() fixfront.LogonRecord {
+		t.Helper()
+		l := e.front.Logons()
+		if len(l) == 0 {
+			t.Fatal("no logon reached the venue")
+		}
+		return l[len(l)-1]
+	}
+	creds := broker.Credentials{Login: "login-the-venue-does-not-know", Server: "a label, not ids", Password: "right",
+		FIX: broker.FIXSession{SenderCompID: "demo.sim.acct7", SenderSubID: "desk1", TargetCompID: "cServer", TargetSubID: "QUOTE", Username: "acct7"}}
 	s, err := e.broker.Connect(t.Context(), creds)
 	if err != nil {
 		t.Fatalf("logon with the account's user name: %v", err)
@@ -371,6 +383,34 @@ func TestAccountSessionSettings(t *testing.T) {
 		t.Fatalf("logged on as %+v (%v), want acct7", info, err)
 	}
 	_ = s.Close()
+	want := fixfront.LogonRecord{Login: "acct7", MsgSeqNum: 1, ResetSeqNo: true,
+		SenderCompID: "demo.sim.acct7", SenderSubID: "desk1", TargetCompID: "cServer", TargetSubID: "QUOTE"}
+	if got := lastLogon(); got != want {
+		t.Fatalf("the venue saw the logon %+v, want %+v", got, want)
+	}
+
+	// Only the user name set: the ids are the configuration's (SenderCompID the login),
+	// the server field is still only a label.
+	s, err = e.broker.Connect(t.Context(), broker.Credentials{Login: "L8", Server: "cTrader Demo", Password: "right", FIX: broker.FIXSession{Username: "acct8"}})
+	if err != nil {
+		t.Fatalf("logon with only a user name: %v", err)
+	}
+	_ = s.Close()
+	want = fixfront.LogonRecord{Login: "acct8", MsgSeqNum: 1, ResetSeqNo: true, SenderCompID: "L8", TargetCompID: "cServer", TargetSubID: "TRADE"}
+	if got := lastLogon(); got != want {
+		t.Fatalf("the venue saw the logon %+v, want %+v", got, want)
+	}
+
+	// No settings: the legacy server-field syntax still names the ids; the login logs on.
+	s, err = e.broker.Connect(t.Context(), broker.Credentials{Login: "acct8", Server: "demo.sim.acct8/deskL@cServer/TRADE", Password: "right"})
+	if err != nil {
+		t.Fatalf("logon with the legacy server field: %v", err)
+	}
+	_ = s.Close()
+	want = fixfront.LogonRecord{Login: "acct8", MsgSeqNum: 1, ResetSeqNo: true, SenderCompID: "demo.sim.acct8", SenderSubID: "deskL", TargetCompID: "cServer", TargetSubID: "TRADE"}
+	if got := lastLogon(); got != want {
+		t.Fatalf("the venue saw the legacy logon %+v, want %+v", got, want)
+	}
 
 	creds.FIX.TargetCompID = "someoneElse"
 	_, err = e.broker.Connect(t.Context(), creds)
@@ -378,7 +418,21 @@ func TestAccountSessionSettings(t *testing.T) {
 	if !strings.Contains(err.Error(), "TargetCompID") {
 		t.Fatalf("the account's TargetCompID was not used: %v", err)
 	}
-	creds.FIX = broker.FIXSession{SenderCompID: "has space"}
-	_, err = e.broker.Connect(t.Context(), creds)
-	wantClass(t, err, broker.ErrPermanent)
+	logons := len(e.front.Logons())
+	for _, bad := range []broker.Credentials{
+		{Login: "acct7", Password: "right", FIX: broker.FIXSession{SenderCompID: "has space"}},
+		{Login: "acct7", Password: "right", FIX: broker.FIXSession{TargetSubID: "TRADE\x0149=evil"}},
+		{Login: "acct7", Password: "right", FIX: broker.FIXSession{Username: "a=b"}},
+		{Login: "acct7", Password: "ri\x01ght"},
+		{Login: "acct7", Password: "right", Server: "legacy with space"},
+	} {
+		_, err = e.broker.Connect(t.Context(), bad)
+		wantClass(t, err, broker.ErrPermanent)
+		if te := (*broker.TradeError)(nil); !errors.As(err, &te) || te.Code != broker.CodeInvalidRequest {
+			t.Fatalf("%+v: %v, want an invalid request", bad.FIX, err)
+		}
+	}
+	if n := len(e.front.Logons()); n != logons {
+		t.Fatalf("refused settings reached the venue: %d logons, want %d", n, logons)
+	}
 }

@@ -68,6 +68,9 @@ func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLogon(creds); err != nil {
+		return nil, err
+	}
 	set := quickfix.NewSettings()
 	ss := quickfix.NewSessionSettings()
 	ss.Set(config.BeginString, fixwire.BeginString)
@@ -453,7 +456,7 @@ func (s *session) OnLogout(quickfix.SessionID) {
 // ToAdmin implements quickfix.Application: the Logon carries the credentials.
 func (s *session) ToAdmin(m *quickfix.Message, _ quickfix.SessionID) {
 	if m.IsMsgTypeOf(fixwire.MsgLogon) {
-		m.Body.SetString(fixwire.TagUsername, cmp.Or(s.creds.FIX.Username, s.creds.Login))
+		m.Body.SetString(fixwire.TagUsername, logonUser(s.creds))
 		m.Body.SetString(fixwire.TagPassword, s.creds.Password)
 	}
 }
@@ -582,54 +585,80 @@ type headerIDs struct {
 	SenderCompID, SenderSubID, TargetCompID, TargetSubID string
 }
 
-// accountIDs reads the header ids an account's server field names, so each account can
-// carry its own (the console and the API edit the server field):
+// accountIDs returns an account's FIX header ids. The account's own FIX session settings
+// (Credentials.FIX: the console's "FIX session" fields, "fix" in the JSON API) come first;
+// when any of them is set, the server field is not read (it is only the account's label).
+// An account without them may carry the ids in its server field, the legacy syntax kept
+// for accounts configured before the settings existed:
 //
-//	""                                   SenderCompID = login
+//	""                                   nothing (SenderCompID = login)
 //	"SENDER"                             cTrader's "<environment>.<broker>.<login>"
 //	"SENDER/SENDERSUB@TARGET/TARGETSUB"  any part may be left out: "SENDER@TARGET", "@TARGET/TRADE"
 //
-// Parts the field leaves out come from the Config. The account's own FIX session settings
-// (Credentials.FIX, edited in the console and the API) win over both; the server-field
-// syntax is kept for accounts configured before they existed.
+// What neither names comes from the Config; SenderCompID defaults to the login. Every id
+// goes into the header as it is, so an id with a space, '=' or a control character (SOH
+// above all) is refused, naming the setting, before anything is sent.
 func accountIDs(c broker.Credentials, cfg Config) (headerIDs, error) {
 	ids := headerIDs{SenderCompID: cfg.SenderCompID, SenderSubID: cfg.SenderSubID, TargetCompID: cfg.TargetCompID, TargetSubID: cfg.TargetSubID}
-	sender, target, hasTarget := strings.Cut(c.Server, "@")
-	if strings.ContainsAny(c.Server, " \t\x01=") || strings.Count(c.Server, "@") > 1 {
-		return ids, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
-			"fix: account server field %q: want SENDER[/SENDERSUB][@TARGET[/TARGETSUB]]", c.Server)
-	}
-	split := func(s string) (string, string) { a, b, _ := strings.Cut(s, "/"); return a, b }
-	comp, sub := split(sender)
-	if comp != "" {
-		ids.SenderCompID = comp
-	}
-	if sub != "" {
-		ids.SenderSubID = sub
-	}
-	if hasTarget {
-		comp, sub = split(target)
-		if comp != "" {
-			ids.TargetCompID = comp
-		}
-		if sub != "" {
-			ids.TargetSubID = sub
-		}
-	}
 	f := c.FIX
-	for _, v := range []struct{ name, value string }{{"SenderCompID", f.SenderCompID}, {"SenderSubID", f.SenderSubID},
-		{"TargetCompID", f.TargetCompID}, {"TargetSubID", f.TargetSubID}, {"Username", f.Username}} {
-		if strings.ContainsAny(v.value, " \t\x01=") {
+	if f != (broker.FIXSession{}) {
+		for _, v := range []struct{ name, value string }{{"SenderCompID", f.SenderCompID}, {"SenderSubID", f.SenderSubID},
+			{"TargetCompID", f.TargetCompID}, {"TargetSubID", f.TargetSubID}, {"Username", f.Username}} {
+			if err := checkID("account FIX setting "+v.name, v.value); err != nil {
+				return ids, err
+			}
+		}
+		ids.SenderCompID = cmp.Or(f.SenderCompID, ids.SenderCompID)
+		ids.SenderSubID = cmp.Or(f.SenderSubID, ids.SenderSubID)
+		ids.TargetCompID = cmp.Or(f.TargetCompID, ids.TargetCompID)
+		ids.TargetSubID = cmp.Or(f.TargetSubID, ids.TargetSubID)
+	} else if c.Server != "" {
+		if checkID("", c.Server) != nil || strings.Count(c.Server, "@") > 1 {
 			return ids, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
-				"fix: account %s %q: spaces, '=' and SOH are not allowed", v.name, v.value)
+				"fix: account server field %q: the account has no FIX session settings, so the server field is read as the legacy SENDER[/SENDERSUB][@TARGET[/TARGETSUB]] (no spaces, '=' or control characters); set the account's FIX session settings instead", c.Server)
+		}
+		sender, target, hasTarget := strings.Cut(c.Server, "@")
+		split := func(s string) (string, string) { a, b, _ := strings.Cut(s, "/"); return a, b }
+		comp, sub := split(sender)
+		ids.SenderCompID = cmp.Or(comp, ids.SenderCompID)
+		ids.SenderSubID = cmp.Or(sub, ids.SenderSubID)
+		if hasTarget {
+			comp, sub = split(target)
+			ids.TargetCompID = cmp.Or(comp, ids.TargetCompID)
+			ids.TargetSubID = cmp.Or(sub, ids.TargetSubID)
 		}
 	}
-	ids.SenderCompID = cmp.Or(f.SenderCompID, ids.SenderCompID)
-	ids.SenderSubID = cmp.Or(f.SenderSubID, ids.SenderSubID)
-	ids.TargetCompID = cmp.Or(f.TargetCompID, ids.TargetCompID)
-	ids.TargetSubID = cmp.Or(f.TargetSubID, ids.TargetSubID)
 	if ids.SenderCompID == "" {
+		if err := checkID("login (the default SenderCompID)", c.Login); err != nil {
+			return ids, err
+		}
 		ids.SenderCompID = c.Login
 	}
 	return ids, nil
+}
+
+// logonUser returns the Logon's user name (553): the account's FIX setting, else its login.
+func logonUser(c broker.Credentials) string { return cmp.Or(c.FIX.Username, c.Login) }
+
+// checkLogon refuses credentials that cannot go into a Logon as they are: a user name with
+// a space, '=' or a control character, or a password with SOH (the field separator; a
+// password may hold any other character).
+func checkLogon(c broker.Credentials) error {
+	if err := checkID("logon user name (553)", logonUser(c)); err != nil {
+		return err
+	}
+	if strings.ContainsRune(c.Password, '\x01') {
+		return broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: the account's password contains SOH (0x01), which FIX cannot carry")
+	}
+	return nil
+}
+
+// checkID refuses a header id or user name with a space, '=' or a control character (SOH
+// above all): each goes into the message as it is. what names it in the error.
+func checkID(what, v string) error {
+	if i := strings.IndexFunc(v, func(r rune) bool { return r <= ' ' || r == '=' || r == 0x7f }); i >= 0 {
+		return broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
+			"fix: %s %q: spaces, '=' and control characters (SOH) are not allowed (at byte %d)", what, v, i)
+	}
+	return nil
 }

@@ -79,6 +79,9 @@ type LogonRecord struct {
 	Login      string
 	MsgSeqNum  int  // of the Logon message
 	ResetSeqNo bool // ResetSeqNumFlag (141) was set
+	// The Logon's header ids as the initiator sent them: SenderCompID (49), SenderSubID
+	// (50), TargetCompID (56), TargetSubID (57).
+	SenderCompID, SenderSubID, TargetCompID, TargetSubID string
 }
 
 // Start listens on addr ("127.0.0.1:0" picks a free port) and serves b and ctl.
@@ -350,11 +353,16 @@ func (f *Front) logon(msg *quickfix.Message, id quickfix.SessionID) quickfix.Mes
 	}
 	seq, _ := msg.Header.GetInt(quickfix.Tag(34))
 	reset, _ := msg.Body.GetBool(quickfix.Tag(141))
+	rec := LogonRecord{Login: user, MsgSeqNum: seq, ResetSeqNo: reset}
+	rec.SenderCompID, _ = msg.Header.GetString(quickfix.Tag(49))
+	rec.SenderSubID, _ = msg.Header.GetString(quickfix.Tag(50))
+	rec.TargetCompID, _ = msg.Header.GetString(quickfix.Tag(56))
+	rec.TargetSubID, _ = msg.Header.GetString(quickfix.Tag(57))
 	s := &fsession{f: f, id: id, login: user, sess: sess, feeds: map[string]context.CancelFunc{}}
 	f.mu.Lock()
 	old := f.sessions[id]
 	f.sessions[id] = s
-	f.logons = append(f.logons, LogonRecord{Login: user, MsgSeqNum: seq, ResetSeqNo: reset})
+	f.logons = append(f.logons, rec)
 	f.mu.Unlock()
 	if old != nil {
 		old.shutdown()

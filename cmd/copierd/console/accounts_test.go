@@ -20,12 +20,23 @@ type accountJSON struct {
 	Enabled        bool    `json:"enabled"`
 	HasCredentials bool    `json:"has_credentials"`
 	CloseOnly      string  `json:"close_only"`
+	FIX            fixJSON `json:"fix"`
+	ConfigVersion  int64   `json:"config_version"`
 	Owner          *string `json:"owner"`
 	Epoch          int64   `json:"epoch"`
 	Status         string  `json:"status"`
 	Live           *struct {
 		Phase string `json:"phase"`
 	} `json:"live"`
+}
+
+// fixJSON is an account's "fix" object as API.md documents it.
+type fixJSON struct {
+	SenderCompID string `json:"sender_comp_id"`
+	SenderSubID  string `json:"sender_sub_id"`
+	TargetCompID string `json:"target_comp_id"`
+	TargetSubID  string `json:"target_sub_id"`
+	Username     string `json:"username"`
 }
 
 func TestAccountsAPI(t *testing.T) {
@@ -457,6 +468,14 @@ func TestFIXSessionForm(t *testing.T) {
 	if r := b.post("/accounts/new", form); r.status != http.StatusSeeOther {
 		t.Fatalf("form create: %d %s", r.status, r.body)
 	}
+	if page := b.get("/accounts/5").body; !strings.Contains(page, `id="fix-session"`) ||
+		!strings.Contains(page, "SenderCompID demo.broker.55 · TargetCompID cServer · TargetSubID TRADE · user 55") {
+		t.Fatal("the account page does not show the FIX settings")
+	}
+	e.seed(6, store.RoleFollower, "mt5", "66")
+	if page := b.get("/accounts/6").body; !strings.Contains(page, "66") || strings.Contains(page, `id="fix-session"`) {
+		t.Fatal("an account without FIX settings shows a FIX session")
+	}
 	edit := b.get("/accounts/5/edit").body
 	for _, v := range []string{`value="demo.broker.55"`, `value="cServer"`, `value="TRADE"`, `id="fix_username" name="fix_username" value="55"`} {
 		if !strings.Contains(edit, v) {
@@ -471,5 +490,108 @@ func TestFIXSessionForm(t *testing.T) {
 	}{&a})
 	if a.FIX["sender_comp_id"] != "demo.broker.55" || a.FIX["target_comp_id"] != "cServer" {
 		t.Fatalf("stored FIX settings %v", a.FIX)
+	}
+}
+
+// TestFIXSessionAPI: the JSON API takes an account's FIX session settings on create and on
+// edit and returns them, never the password. Bad settings are refused, naming the field,
+// with nothing changed, on create and edit alike. A change moves the account's config
+// version (its owner reconnects); the same settings again, null, or an edit without them
+// do not, and {} removes them.
+func TestFIXSessionAPI(t *testing.T) {
+	e := newEnv(t)
+	const pw = "fix-password-1"
+	full := map[string]any{"sender_comp_id": "demo.broker.7", "sender_sub_id": "desk1", "target_comp_id": "cServer", "target_sub_id": "TRADE", "username": "7"}
+	r := e.do("POST", "/api/accounts", jsonBody(map[string]any{"id": 7, "role": "follower", "platform": "ctrader", "login": "7",
+		"server": "cTrader Demo", "password": pw, "fix": full}), bearer)
+	if r.status != http.StatusCreated || strings.Contains(r.body, pw) {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	var a accountJSON
+	r.json(t, &a)
+	want := fixJSON{SenderCompID: "demo.broker.7", SenderSubID: "desk1", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "7"}
+	if a.FIX != want || !a.HasCredentials {
+		t.Fatalf("created %+v, want FIX %+v and a stored password", a, want)
+	}
+	if got := e.account(7).FIX; got != store.FIXSession(want) {
+		t.Fatalf("stored %+v", got)
+	}
+
+	// Refused, on create and edit: the field is named and nothing changes.
+	before := e.snapshot()
+	for _, c := range []struct {
+		name   string
+		fix    string // the "fix" value, as JSON
+		status int
+		field  string // "" for a 400 without fields
+		want   string
+	}{
+		{"space", `{"sender_comp_id":"demo broker"}`, 422, "fix.sender_comp_id", "spaces"},
+		{"tab", `{"sender_sub_id":"a\tb"}`, 422, "fix.sender_sub_id", "control"},
+		{"SOH", `{"target_comp_id":"c\u0001Server"}`, 422, "fix.target_comp_id", "control"},
+		{"'='", `{"target_sub_id":"TRADE=1"}`, 422, "fix.target_sub_id", "'='"},
+		{"long", `{"username":"` + strings.Repeat("u", 65) + `"}`, 422, "fix.username", "at most 64"},
+		{"bad with good", `{"sender_comp_id":"ok","username":"a=b"}`, 422, "fix.username", "'='"},
+		{"not an object", `"demo.broker.7@cServer"`, 400, "", `field "fix"`},
+		{"number id", `{"sender_comp_id":7}`, 400, "", `want a string`},
+		{"password inside", `{"password":"p"}`, 400, "", `unknown field "fix.password"`},
+	} {
+		for _, req := range []struct{ method, path, body string }{
+			{"POST", "/api/accounts", `{"id":8,"role":"follower","platform":"ctrader","login":"8","fix":` + c.fix + `}`},
+			{"PATCH", "/api/accounts/7", `{"login":"changed","fix":` + c.fix + `}`},
+		} {
+			r := e.do(req.method, req.path, rawBody(req.body), bearer)
+			if r.status != c.status {
+				t.Errorf("%s %s: %d, want %d: %s", req.method, c.name, r.status, c.status, r.body)
+				continue
+			}
+			msg, fields := r.apiErr(t)
+			got := msg
+			if c.field != "" {
+				got = fields[c.field]
+			}
+			if !strings.Contains(got, c.want) {
+				t.Errorf("%s %s: %q (fields %v) does not say %q", req.method, c.name, msg, fields, c.want)
+			}
+		}
+	}
+	if e.snapshot() != before {
+		t.Fatal("a refused create or edit changed the database")
+	}
+
+	// Accepted edits and the config version.
+	v := e.account(7).ConfigVersion
+	for _, c := range []struct {
+		name string
+		body string
+		want fixJSON
+		bump bool
+	}{
+		{"the same settings", `{"fix":{"sender_comp_id":"demo.broker.7","sender_sub_id":"desk1","target_comp_id":"cServer","target_sub_id":"TRADE","username":"7"}}`, want, false},
+		{"no fix", `{"enabled":true}`, want, false},
+		{"null", `{"fix":null}`, want, false},
+		{"trimmed", `{"fix":{"sender_comp_id":"  demo.broker.7b ","target_comp_id":"cServer"}}`, fixJSON{SenderCompID: "demo.broker.7b", TargetCompID: "cServer"}, true},
+		{"user name only", `{"fix":{"username":"seven"}}`, fixJSON{Username: "seven"}, true},
+		{"removed", `{"fix":{}}`, fixJSON{}, true},
+	} {
+		r := e.do("PATCH", "/api/accounts/7", rawBody(c.body), bearer)
+		if r.status != http.StatusOK || strings.Contains(r.body, pw) {
+			t.Fatalf("%s: %d %s", c.name, r.status, r.body)
+		}
+		var a accountJSON
+		r.json(t, &a)
+		row := e.account(7)
+		if a.FIX != c.want || row.FIX != store.FIXSession(c.want) {
+			t.Fatalf("%s: returned %+v, stored %+v, want %+v", c.name, a.FIX, row.FIX, c.want)
+		}
+		if c.bump {
+			v++
+		}
+		if row.ConfigVersion != v || a.ConfigVersion != v {
+			t.Fatalf("%s: config version %d (returned %d), want %d", c.name, row.ConfigVersion, a.ConfigVersion, v)
+		}
+	}
+	if got, err := e.sealer.Open(e.credentials(7)); err != nil || got != pw {
+		t.Fatalf("FIX edits touched the password: %v", err)
 	}
 }

@@ -261,6 +261,9 @@ func TestBrowserDrivesTheEngine(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("role"), "follower"),
 		chromedp.SendKeys(chromedp.ID("platform"), "sim"),
 		chromedp.SendKeys(chromedp.ID("login"), "f102"),
+		// FIX session settings go with it (the simulator ignores them).
+		chromedp.SendKeys(chromedp.ID("fix_sender_comp_id"), "demo.sim.f102"),
+		chromedp.SendKeys(chromedp.ID("fix_username"), "f102"),
 		chromedp.SendKeys(chromedp.ID("password"), brokerPassword),
 		chromedp.Click(chromedp.ID("save")),
 	)
@@ -268,6 +271,12 @@ func TestBrowserDrivesTheEngine(t *testing.T) {
 	b.shot("account-102")
 	if got, err := sealer.Open(e.credentials(102)); err != nil || got != brokerPassword {
 		t.Fatalf("the form did not store the sealed password: %v", err)
+	}
+	if fix := e.account(102).FIX; fix != (store.FIXSession{SenderCompID: "demo.sim.f102", Username: "f102"}) {
+		t.Fatalf("the form stored the FIX settings %+v", fix)
+	}
+	if got := b.text("#fix-session"); !strings.Contains(got, "SenderCompID demo.sim.f102") || !strings.Contains(got, "user f102") {
+		t.Fatalf("account 102's page shows the FIX settings as %q", got)
 	}
 
 	// A link with invalid settings is refused next to the field; the corrected one is saved.

@@ -284,11 +284,12 @@ func TestCredentialsFunc(t *testing.T) {
 	sealed, err := s.Seal("pw")
 	must(t, err)
 	f := console.CredentialsFunc(s)
-	c, err := f(store.Account{ID: 1, Login: "l", Server: "srv", Credentials: sealed})
-	if err != nil || c.Password != "pw" || c.Login != "l" || c.Server != "srv" {
+	fix := store.FIXSession{SenderCompID: "demo.b.1", SenderSubID: "s", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "u1"}
+	c, err := f(store.Account{ID: 1, Login: "l", Server: "srv", Credentials: sealed, FIX: fix})
+	if err != nil || c.Password != "pw" || c.Login != "l" || c.Server != "srv" || c.FIX != broker.FIXSession(fix) {
 		t.Fatalf("%+v %v", c, err)
 	}
-	if c, err := f(store.Account{ID: 1, Login: "l"}); err != nil || c.Password != "" {
+	if c, err := f(store.Account{ID: 1, Login: "l", FIX: fix}); err != nil || c.Password != "" || c.FIX != broker.FIXSession(fix) {
 		t.Fatalf("no credentials: %+v %v", c, err)
 	}
 	if _, err := f(store.Account{ID: 1, Credentials: []byte("plain")}); err == nil {

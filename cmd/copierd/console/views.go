@@ -273,5 +273,19 @@ func (v accountRowView) StatusClass() string {
 	return "muted"
 }
 
+// FIXParts lists the account's FIX session settings that are set, each as "name value",
+// for the account page; none when it has no settings.
+func (v accountRowView) FIXParts() []string {
+	f := v.FIX
+	var out []string
+	for _, p := range [...]struct{ name, value string }{{"SenderCompID", f.SenderCompID}, {"SenderSubID", f.SenderSubID},
+		{"TargetCompID", f.TargetCompID}, {"TargetSubID", f.TargetSubID}, {"user", f.Username}} {
+		if p.value != "" {
+			out = append(out, p.name+" "+p.value)
+		}
+	}
+	return out
+}
+
 // LeaseLeftSecs is the lease countdown in seconds (for the page script).
 func (v accountRowView) LeaseLeftSecs() string { return secsText(v.LeaseLeft) }
