@@ -18,10 +18,6 @@ import (
 // tracks them from the feed; an event for an account other than in.Master.Info.Login (when
 // both are set) plans nothing and is reported as SkipWrongAccount.
 func PlanEvent(ev broker.Event, in Input) Result {
-	if ev.Login != "" && in.Master.Info.Login != "" && ev.Login != in.Master.Info.Login {
-		return Result{Skipped: []Skip{{MasterTicket: ev.Position.Ticket, Symbol: ev.Position.Symbol, Reason: SkipWrongAccount,
-			Detail: fmt.Sprintf("event of %s, master is %s", ev.Login, in.Master.Info.Login)}}}
-	}
 	in.Master.Positions = ApplyEvent(in.Master.Positions, ev)
 	return PlanAppliedEvent(ev, in)
 }

@@ -16,7 +16,7 @@ const (
 	CauseConfig            // the configuration changed
 	CauseAgain             // something arrived during a reconcile that may predate it
 	CauseOrderFailed       // an order failed without executing (disconnected, market closed)
-	CauseProtection        // a stop-out started or ended
+	CauseProtection        // a stop-out started or ended (the last: actors sizes its metric array by it)
 )
 
 var causeNames = [...]string{"", "start", "gap", "unknown_epoch", "feed_restart", "gate_reopened",
@@ -28,13 +28,4 @@ func (c Cause) String() string {
 		return causeNames[c]
 	}
 	return "unknown"
-}
-
-// Causes lists every cause, for metrics that export a series per cause.
-func Causes() []Cause {
-	out := make([]Cause, 0, len(causeNames)-1)
-	for c := CauseStart; int(c) < len(causeNames); c++ {
-		out = append(out, c)
-	}
-	return out
 }

@@ -105,9 +105,6 @@ func (c *Core) Guarded() bool { return len(c.guards) > 0 }
 // Stopped reports whether Stop was stepped.
 func (c *Core) Stopped() bool { return c.stopped }
 
-// Idle reports whether no reconcile is running or due.
-func (c *Core) Idle() bool { return !c.reconciling && !c.again && !c.dirty }
-
 // begin clears the Ready for the next input; a pending synchronous operation makes any
 // input but its outcome a caller's bug.
 func (c *Core) begin() {
