@@ -46,12 +46,14 @@ type accountActor struct {
 
 	equityTimer   bool // an equityDue is scheduled
 	equityReading bool // an equity read is in flight
+
+	tr orderTrace // with Deps.TraceCopies only
 }
 
 func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate) actor.Producer {
 	return func() actor.Actor {
 		return &accountActor{e: e, id: id, epoch: epoch, gate: gate, board: e.board.get(id), feeds: map[int64]broker.Session{},
-			core: follower.New(follower.Options{ReconcileEvery: e.cfg.ReconcileEvery, Lease: gate.HoldsLease})}
+			core: follower.New(follower.Options{ReconcileEvery: e.cfg.ReconcileEvery, ReconcileOffset: repairOffset(id, e.cfg.ReconcileEvery), Lease: gate.HoldsLease})}
 	}
 }
 
@@ -68,6 +70,9 @@ func (a *accountActor) Receive(ctx actor.Context) {
 			panic(r)
 		}
 	}()
+	if a.e.trace != nil {
+		a.tr.dequeued = a.e.now()
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		// After a crash the board still holds the account's status: the Core goes on from it.
@@ -96,6 +101,7 @@ func (a *accountActor) Receive(ctx actor.Context) {
 	case *masterEvent:
 		a.carry(ctx, a.core.Event(a.e.now(), m.masterID, &m.event, m.received))
 	case reconcileResponse:
+		a.tr.reconStarted, a.tr.reconDone = m.started, m.finished
 		a.carry(ctx, a.core.Reconciled(a.e.now(), &m.Reconciled))
 	case accountTick:
 		a.carry(ctx, a.core.Tick(a.e.now()))
@@ -116,7 +122,9 @@ func (a *accountActor) carry(ctx actor.Context, rd *follower.Ready) {
 		switch {
 		case rd.Send != nil:
 			o := *rd.Send
-			rd = a.core.OrderDone(a.e.now(), a.send(o.Action))
+			out := a.send(o.Action)
+			a.traceOrder(&o, out)
+			rd = a.core.OrderDone(a.e.now(), out)
 		case rd.RaiseToken:
 			err, dropped := a.raiseToken()
 			rd = a.core.TokenDone(a.e.now(), err, dropped)
@@ -189,7 +197,13 @@ func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 		for _, id := range rd.Reconcile.Masters {
 			req.masters[id] = a.feeds[id]
 		}
+		if a.e.trace != nil {
+			a.tr.reconAsked, a.tr.reconCause = a.e.now(), rd.Reconcile.Cause
+		}
 		ctx.Send(a.e.reconciler, req)
+	}
+	if rd.Expedite {
+		ctx.Send(a.e.reconciler, reconcileExpedite{accountID: a.id})
 	}
 	if rd.Load != nil {
 		a.load(ctx, *rd.Load)
@@ -292,4 +306,15 @@ func (a *accountActor) status(ctx actor.Context) {
 	if ps, seenAt, ok := a.core.Positions(); ok {
 		ctx.Send(a.e.writer, snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)})
 	}
+}
+
+// repairOffset is account id's first periodic repair after a claim: a fixed point of
+// (0, every), spread evenly over the accounts by a multiplicative hash of the id, so that
+// thousands of accounts claimed at once do not all repair at once every period.
+func repairOffset(id int64, every time.Duration) time.Duration {
+	if every <= 0 {
+		return 0
+	}
+	frac := float64(uint32(uint64(id)*2654435761)) / (1 << 32) // Knuth's multiplicative hash
+	return max(time.Duration(frac*float64(every)), time.Millisecond)
 }

@@ -67,6 +67,7 @@ func (a *accountActor) orderFor(tk leasekeeper.Ticket, id uuid.UUID) (context.Co
 func (a *accountActor) call(act reconcile.Action, tk leasekeeper.Ticket, id uuid.UUID) (broker.OrderResult, error) {
 	ctx, cancel, o := a.orderFor(tk, id)
 	defer cancel()
+	ctx = a.traceContext(ctx, id)
 	switch act.Kind {
 	case reconcile.Open:
 		return a.session.Open(ctx, act.OpenRequest(o))

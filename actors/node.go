@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/internal/copytrace"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/store"
 )
@@ -70,6 +71,9 @@ type Deps struct {
 	// logic sees, plans at, journals, writes or sends as an order deadline comes from it.
 	// Lease trust is measured on Clock, which is monotonic and not a wall clock.
 	Now func() time.Time
+	// TraceCopies, when set, records every order's stages (copytrace.Record): for load
+	// tests that account for where copies wait. Off (nil) in production.
+	TraceCopies *copytrace.Recorder
 }
 
 // ErrConfig wraps every configuration error.
@@ -132,7 +136,8 @@ type engine struct {
 	supervisor  *actor.PID
 	reconciler  *actor.PID
 	writer      *actor.PID
-	halted      atomic.Bool // Halt: behave as a crashed process, send nothing more
+	halted      atomic.Bool         // Halt: behave as a crashed process, send nothing more
+	trace       *copytrace.Recorder // Deps.TraceCopies
 	// loader reads AccountActors' configurations in batches, with few connections at
 	// once, so a claim of thousands of accounts cannot take every pooled connection: the
 	// lease cycle and the StatusWriter always find one (a starved cycle missed its
@@ -202,7 +207,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 		}
 	}
 	log := deps.Logger.With().Str("node", cfg.NodeID).Logger()
-	e := &engine{cfg: cfg, pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials, observe: deps.Observe, wall: deps.Now,
+	e := &engine{cfg: cfg, pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials, observe: deps.Observe, wall: deps.Now, trace: deps.TraceCopies,
 		board: &board{}, metrics: &Metrics{}}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(log)))
 	n := &Node{e: e, system: system, nodeGate: leasekeeper.NewGate(deps.Clock), subs: map[chan NodeEvent]struct{}{}}

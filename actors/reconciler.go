@@ -24,7 +24,8 @@ type reconcileRequest struct {
 
 // reconcileResponse answers a reconcileRequest.
 type reconcileResponse struct {
-	accountID int64
+	accountID         int64
+	started, finished time.Time // the job's fetch and plan, for Deps.TraceCopies
 	follower.Reconciled
 }
 
@@ -38,23 +39,41 @@ type reconcilerConfig struct {
 }
 
 type jobDone struct {
-	req  reconcileRequest
-	resp reconcileResponse
+	req        reconcileRequest
+	resp       reconcileResponse
+	background bool
 }
 
 type wake struct{}
 
+// reconcileExpedite asks the Reconciler to start an account's background reconcile
+// ahead of the other background ones, if it has not started yet (follower.Ready.Expedite).
+type reconcileExpedite struct{ accountID int64 }
+
 // reconciler is the actor that runs reconciles with bounded concurrency and a start rate;
 // a second request for an account still waiting replaces the first (they coalesce).
+//
+// It keeps two lanes. Background repairs (periodic) wait in their own lane and start only
+// when no other reconcile waits: thousands of accounts' periodic repairs must never hold
+// up the reconcile that copies a master's trade. A background request that something
+// now waits for is expedited to the front lane.
 type reconciler struct {
-	cfg       reconcilerConfig
-	queue     []int64
-	pending   map[int64]reconcileRequest
-	running   int
-	tokens    float64
-	last      time.Time
-	wakeSet   bool
-	coalesced int
+	cfg        reconcilerConfig
+	urgent     []int64 // account ids; an id whose pending entry is gone or moved is skipped
+	background []int64
+	pending    map[int64]pendingReconcile
+	running    int
+	runningBg  int // of running: background jobs, at most half the concurrency
+	tokens     float64
+	last       time.Time
+	wakeSet    bool
+	coalesced  int
+}
+
+// pendingReconcile is a request waiting to start, and its lane.
+type pendingReconcile struct {
+	req        reconcileRequest
+	background bool
 }
 
 // newReconciler returns the Reconciler actor's producer.
@@ -72,7 +91,7 @@ func newReconciler(cfg reconcilerConfig) actor.Producer {
 		cfg.Now = time.Now
 	}
 	return func() actor.Actor {
-		return &reconciler{cfg: cfg, pending: map[int64]reconcileRequest{}, tokens: float64(cfg.Concurrency)}
+		return &reconciler{cfg: cfg, pending: map[int64]pendingReconcile{}, tokens: float64(cfg.Concurrency)}
 	}
 }
 
@@ -80,15 +99,17 @@ func newReconciler(cfg reconcilerConfig) actor.Producer {
 func (r *reconciler) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case reconcileRequest:
-		if _, waiting := r.pending[m.accountID]; waiting {
-			r.coalesced++
-		} else {
-			r.queue = append(r.queue, m.accountID)
-		}
-		r.pending[m.accountID] = m
+		r.enqueue(m)
 		r.pump(ctx)
+	case reconcileExpedite:
+		if r.expedite(m.accountID) {
+			r.pump(ctx)
+		}
 	case jobDone:
 		r.running--
+		if m.background {
+			r.runningBg--
+		}
 		if m.req.replyTo != nil {
 			ctx.Send(m.req.replyTo, m.resp)
 		}
@@ -99,6 +120,63 @@ func (r *reconciler) Receive(ctx actor.Context) {
 	}
 }
 
+// enqueue adds a request to its lane, or replaces the one the account has waiting (which
+// moves to the front lane when the new one belongs there).
+func (r *reconciler) enqueue(m reconcileRequest) {
+	background := m.ask.Cause == follower.CausePeriodic
+	if p, waiting := r.pending[m.accountID]; waiting {
+		r.coalesced++
+		background = background && p.background
+		if p.background && !background {
+			r.urgent = append(r.urgent, m.accountID)
+		}
+		r.pending[m.accountID] = pendingReconcile{req: m, background: background}
+		return
+	}
+	r.pending[m.accountID] = pendingReconcile{req: m, background: background}
+	if background {
+		r.background = append(r.background, m.accountID)
+	} else {
+		r.urgent = append(r.urgent, m.accountID)
+	}
+}
+
+// expedite moves an account's waiting background request to the front lane; false when
+// it has none (started already, or not a background one).
+func (r *reconciler) expedite(id int64) bool {
+	p, ok := r.pending[id]
+	if !ok || !p.background {
+		return false
+	}
+	p.background = false
+	r.pending[id] = p
+	r.urgent = append(r.urgent, id)
+	return true
+}
+
+// next takes the next request to start: the front lane first, then the background one
+// while background jobs hold less than half the concurrency (the other half is kept for
+// the front lane, so a copy never waits for a slot behind repairs). Ids left behind by a
+// move or an earlier start are dropped on the way.
+func (r *reconciler) next() (req reconcileRequest, background, ok bool) {
+	lanes := []*[]int64{&r.urgent}
+	if r.runningBg < max(1, r.cfg.Concurrency/2) {
+		lanes = append(lanes, &r.background)
+	}
+	for _, lane := range lanes {
+		background := lane == &r.background
+		for len(*lane) > 0 {
+			id := (*lane)[0]
+			*lane = (*lane)[1:]
+			if p, ok := r.pending[id]; ok && p.background == background {
+				delete(r.pending, id)
+				return p.req, background, true
+			}
+		}
+	}
+	return reconcileRequest{}, false, false
+}
+
 // pump starts queued jobs while concurrency and the token bucket allow.
 func (r *reconciler) pump(ctx actor.Context) {
 	now := time.Now()
@@ -106,7 +184,7 @@ func (r *reconciler) pump(ctx actor.Context) {
 		r.tokens = min(float64(r.cfg.Concurrency), r.tokens+now.Sub(r.last).Seconds()*r.cfg.RatePerSec)
 	}
 	r.last = now
-	for len(r.queue) > 0 && r.running < r.cfg.Concurrency {
+	for len(r.pending) > 0 && r.running < r.cfg.Concurrency {
 		if r.tokens < 1 {
 			if !r.wakeSet {
 				r.wakeSet = true
@@ -116,17 +194,21 @@ func (r *reconciler) pump(ctx actor.Context) {
 			}
 			return
 		}
+		req, background, ok := r.next()
+		if !ok {
+			return
+		}
 		r.tokens--
-		id := r.queue[0]
-		r.queue = r.queue[1:]
-		req := r.pending[id]
-		delete(r.pending, id)
 		r.running++
+		if background {
+			r.runningBg++
+		}
 		self, root, cfg := ctx.Self(), ctx.ActorSystem().Root, r.cfg
 		go func() {
 			jctx, cancel := context.WithTimeout(context.Background(), cfg.FetchTimeout)
 			defer cancel()
 			resp := reconcileResponse{accountID: req.accountID}
+			started := cfg.Now()
 			func() {
 				// A panic in a broker implementation must fail one job, not the process.
 				defer func() {
@@ -134,9 +216,10 @@ func (r *reconciler) pump(ctx actor.Context) {
 						resp.Err = fmt.Errorf("reconcile of account %d panicked: %v", req.accountID, r)
 					}
 				}()
-				resp = runReconcile(jctx, req, cfg.Now())
+				resp = runReconcile(jctx, req, started)
 			}()
-			root.Send(self, jobDone{req: req, resp: resp})
+			resp.started, resp.finished = started, cfg.Now()
+			root.Send(self, jobDone{req: req, resp: resp, background: background})
 		}()
 	}
 }

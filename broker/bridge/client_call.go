@@ -30,7 +30,8 @@ type call struct {
 	id     uint64
 	method string
 	state  atomic.Int32
-	done   chan callResult // capacity 1; exactly one result is ever sent
+	done   chan callResult   // capacity 1; exactly one result is ever sent
+	trace  *broker.CallTrace // the caller's, or nil
 }
 
 // callResult is a response frame, or the error that ended the connection first.
@@ -60,6 +61,9 @@ func (cc *clientConn) do(ctx context.Context, method string, session uint64, par
 	case <-ctx.Done():
 		return classified(broker.ErrDisconnected, broker.CodeNoConnection,
 			"bridge: "+method+": not sent: no free request slot before the context ended", ctx.Err())
+	}
+	if t := broker.CallTraceFrom(ctx); t != nil {
+		t.MarkSlot(time.Now())
 	}
 	cl, err := cc.start(ctx, method, session, params)
 	if err != nil {
@@ -104,7 +108,7 @@ func (cc *clientConn) post(method string, session uint64, params any, timeout ti
 // start registers and queues a request; the caller holds a slot, which start releases
 // when it fails.
 func (cc *clientConn) start(ctx context.Context, method string, session uint64, params any) (*call, error) {
-	cl := &call{id: cc.nextID.Add(1), method: method, done: make(chan callResult, 1)}
+	cl := &call{id: cc.nextID.Add(1), method: method, done: make(chan callResult, 1), trace: broker.CallTraceFrom(ctx)}
 	f := &outFrame{Type: frameRequest, ID: cl.id, Method: method, Session: session, Params: params}
 	if dl, ok := ctx.Deadline(); ok {
 		budget := time.Until(dl) + deadlineMargin

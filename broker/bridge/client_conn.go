@@ -201,6 +201,9 @@ func (cc *clientConn) writeLoop() {
 			if q.call != nil && !q.call.state.CompareAndSwap(callQueued, callWritten) {
 				continue // its caller gave up before it left
 			}
+			if q.call != nil && q.call.trace != nil {
+				q.call.trace.MarkWritten(time.Now())
+			}
 			_, _ = bw.Write(q.data)
 		}
 		if pinging {

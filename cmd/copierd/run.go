@@ -23,6 +23,7 @@ import (
 	"github.com/snapcopier/copier/broker/bridge"
 	"github.com/snapcopier/copier/broker/fix"
 	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/internal/copytrace"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/store"
 )
@@ -58,6 +59,7 @@ type runFlags struct {
 	reconcileEvery, orderTimeout, equityEvery    time.Duration
 	shutdownTimeout                              time.Duration
 	httpAddr, logFormat, logLevel                string
+	httpAddrFile, traceCopies                    string
 	httpMaxConns                                 int
 	trustedProxies                               string
 	migrate, noListen                            bool
@@ -86,6 +88,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.noListen, "no-listen", false, "do not LISTEN for other nodes' lease releases (behind a pooler in transaction mode): released accounts are then claimed at the interval's pace")
 	fs.BoolVar(&f.migrate, "migrate", true, "apply the database migrations at start (safe with many nodes); false only checks the connection")
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /readyz, /metrics and a status page on HOST:PORT (empty: off)")
+	fs.StringVar(&f.httpAddrFile, "http-addr-file", "", "once --http listens, write the address it listens on to this file (for supervisors and tests that pass port 0)")
+	fs.StringVar(&f.traceCopies, "trace-copies", "", "record every order's stages (master event, feed, mailbox, reconcile queue, broker slot, wire, reply) and write them to this file when the node stops (load tests; off by default)")
 	fs.IntVar(&f.httpMaxConns, "http-max-conns", 0, "most HTTP connections open at once; more wait to be accepted (0: a quarter of the file descriptor limit, at most 256)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR networks of TLS-terminating reverse proxies whose X-Forwarded-Proto is believed (Secure session cookies)")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
@@ -194,6 +198,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 		log.Info().Str("addr", l.Addr().String()).Msg("http listening")
+		if f.httpAddrFile != "" {
+			if err := writeFileAtomic(f.httpAddrFile, []byte(l.Addr().String()+"\n")); err != nil {
+				stopHTTP()
+				_ = l.Close()
+				fmt.Fprintf(stderr, "copierd run: --http-addr-file: %s\n", oneLine(err))
+				return exitFailure
+			}
+		}
 		httpDone = make(chan struct{})
 		go func() {
 			defer close(httpDone)
@@ -262,6 +274,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	deps := actors.Deps{Pool: pool, LeasePool: leasePool, Broker: b, Logger: log, Credentials: cenv.credentials()}
+	if f.traceCopies != "" {
+		deps.TraceCopies = copytrace.NewRecorder(0)
+		defer func() {
+			if err := deps.TraceCopies.WriteFile(f.traceCopies); err != nil {
+				log.Error().Err(err).Msg("copy trace not written")
+			}
+		}()
+	}
 	node, err := actors.Start(ctx, cfg, deps)
 	if err != nil {
 		fmt.Fprintf(stderr, "copierd run: %s\n", oneLine(err))
@@ -564,4 +584,14 @@ func dialBridge(ctx context.Context, log zerolog.Logger, addr, token string) (*b
 		return nil, err
 	}
 	return c, nil
+}
+
+// writeFileAtomic writes data to path through a temporary file and a rename, so a reader
+// never sees a partial file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

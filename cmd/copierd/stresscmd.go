@@ -70,6 +70,7 @@ func runStress(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&o.Broker, "broker", "bridge", `how the nodes reach the simulator: "bridge" or "fix" (FIX 4.4 through the simulator's FIX front)`)
 	fs.BoolVar(&o.Progress, "progress", true, "draw a progress bar")
 	fs.StringVar(&o.NodeLogLevel, "node-log-level", d.NodeLogLevel, "nodes' --log-level")
+	fs.BoolVar(&o.TraceCopies, "trace-copies", d.TraceCopies, "have every node record each order's stages (--trace-copies on the nodes) for the report's stage accounting")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}

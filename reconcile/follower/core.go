@@ -15,6 +15,11 @@ type Options struct {
 	// ReconcileEvery is the periodic repair: an idle account reconciles this long after
 	// its last reconcile (0: never).
 	ReconcileEvery time.Duration
+	// ReconcileOffset, in (0, ReconcileEvery), replaces ReconcileEvery for the first
+	// periodic repair after the account is claimed. Accounts claimed together would
+	// otherwise repair together, every ReconcileEvery, in one burst that fills the
+	// Reconciler's queue; each account's own offset spreads them over the period.
+	ReconcileOffset time.Duration
 	// Lease reports whether the account's lease gate is open now. Only reconciles ask it;
 	// every order is checked by the caller immediately before it is sent.
 	Lease func() bool
@@ -60,6 +65,8 @@ type Core struct {
 	reconCause  Cause // of the reconcile in flight
 	again       bool
 	againCause  Cause // why the next reconcile is due, when a cause arrived during one
+	expedited   bool  // the background reconcile in flight was asked to be expedited
+	periodicRan bool  // a periodic repair ran: the next comes ReconcileEvery after the last reconcile
 	dirty       bool  // a reconcile is due
 	lastRecon   time.Time
 	stopped     bool
@@ -343,6 +350,7 @@ func (c *Core) Event(now time.Time, id int64, ev *broker.Event, received time.Ti
 		c.maybeReconcile(now, cause)
 	case c.reconciling:
 		c.again = true // the running reconcile may predate this event
+		c.expedite()
 	case c.dirty || !c.fetched || !mv.fetched:
 		c.maybeReconcile(now, CauseGap)
 	default:
@@ -383,6 +391,7 @@ func (c *Core) maybeReconcile(now time.Time, cause Cause) {
 			c.againCause = cause // the rerun is counted under what caused it
 		}
 		c.repairCause = CauseNone
+		c.expedite()
 		return
 	}
 	if !c.opt.Lease() {
@@ -414,6 +423,7 @@ func (c *Core) startReconcile(now time.Time, cause Cause) {
 		ask.Links = append(ask.Links, AskLink{MasterID: l.masterID, Link: l.link, TicketMap: c.ticketMap(l.id)})
 	}
 	c.reconciling, c.reconCause, c.again, c.againCause, c.dirty, c.repairCause = true, cause, false, CauseNone, false, CauseNone
+	c.expedited = false
 	c.reconProtGen = c.protGen
 	c.lastRecon = now
 	c.status.Reconciles++
@@ -512,11 +522,32 @@ func (c *Core) Tick(now time.Time) *Ready {
 		c.maybeReconcile(now, cause)
 		return c.done()
 	}
-	if every := c.opt.ReconcileEvery; every > 0 && !c.lastRecon.IsZero() && now.Sub(c.lastRecon) >= every {
+	if due := c.periodicDue(); due > 0 && !c.lastRecon.IsZero() && now.Sub(c.lastRecon) >= due {
+		c.periodicRan = true
 		c.dirty = true
 		c.maybeReconcile(now, CausePeriodic)
 	}
 	return c.done()
+}
+
+// periodicDue is how long after the last reconcile the next periodic repair is due (0:
+// never): ReconcileOffset for the first one, so that accounts claimed together spread
+// their repairs over the period.
+func (c *Core) periodicDue() time.Duration {
+	every := c.opt.ReconcileEvery
+	if off := c.opt.ReconcileOffset; !c.periodicRan && off > 0 && off < every {
+		return off
+	}
+	return every
+}
+
+// expedite asks, once per reconcile, that a background reconcile something now waits
+// for be started ahead of the other background repairs.
+func (c *Core) expedite() {
+	if c.reconciling && c.reconCause == CausePeriodic && !c.expedited {
+		c.expedited = true
+		c.ready.Expedite = true
+	}
 }
 
 // RepairDue: the pause a failed order asked for (Ready.Repair) is over.

@@ -348,6 +348,65 @@ func TestPeriodicRepair(t *testing.T) {
 	h.wantReconcile(CausePeriodic)
 }
 
+// TestPeriodicRepairSpread: the first periodic repair after a claim comes at the
+// account's own offset, the later ones a whole period after the last reconcile; accounts
+// claimed together thus repair spread over the period, not in one burst.
+func TestPeriodicRepairSpread(t *testing.T) {
+	h := newHarness(t, Options{ReconcileEvery: time.Minute, ReconcileOffset: 20 * time.Second})
+	ready(h)
+	h.now = h.now.Add(19 * time.Second)
+	h.rd = h.c.Tick(h.tick())
+	h.wantNothing("a tick before the offset")
+	h.now = h.now.Add(time.Second)
+	h.rd = h.c.Tick(h.tick())
+	h.wantReconcile(CausePeriodic)
+	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
+	h.now = h.now.Add(59 * time.Second)
+	h.rd = h.c.Tick(h.tick())
+	h.wantNothing("the second repair before a whole period")
+	h.now = h.now.Add(time.Second)
+	h.rd = h.c.Tick(h.tick())
+	h.wantReconcile(CausePeriodic)
+
+	// An offset outside (0, period) is the period.
+	h = newHarness(t, Options{ReconcileEvery: time.Minute, ReconcileOffset: 2 * time.Minute})
+	ready(h)
+	h.now = h.now.Add(time.Minute)
+	h.rd = h.c.Tick(h.tick())
+	h.wantReconcile(CausePeriodic)
+}
+
+// TestEventDuringABackgroundRepairExpedites: an event that arrives while a periodic
+// repair waits asks once that the repair be expedited (it now holds up a copy); the
+// reconcile that follows copies it, counted as "again". A reconcile asked for any other
+// cause is already in the front lane: nothing to expedite.
+func TestEventDuringABackgroundRepairExpedites(t *testing.T) {
+	h := newHarness(t, Options{ReconcileEvery: time.Minute})
+	ready(h)
+	h.now = h.now.Add(time.Minute)
+	h.rd = h.c.Tick(h.tick())
+	h.wantReconcile(CausePeriodic)
+	if h.rd.Expedite {
+		t.Fatal("a periodic repair expedited before anything waits for it")
+	}
+	h.event(broker.Opened, 1, 6, h.mpos(500))
+	if !h.rd.Expedite || h.rd.Send != nil || h.rd.Reconcile != nil {
+		t.Fatalf("event during a periodic repair: %+v, want only Expedite", h.rd)
+	}
+	h.event(broker.Modified, 1, 7, h.mpos(500))
+	if h.rd.Expedite {
+		t.Fatal("expedited twice for one reconcile")
+	}
+	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
+	h.wantReconcile(CauseAgain)
+
+	// A gap's reconcile is not a background one.
+	h.event(broker.Opened, 1, 9, h.mpos(501))
+	if h.rd.Expedite {
+		t.Fatal("expedited a reconcile of the front lane")
+	}
+}
+
 // TestNettingReadsPositionsBack: on a netting follower, orders are followed by a read of
 // its positions, which replaces the cached ones.
 func TestNettingReadsPositionsBack(t *testing.T) {

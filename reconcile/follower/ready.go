@@ -23,6 +23,10 @@ type Ready struct {
 	RetryLoadIn time.Duration
 	// Reconcile asks the Reconciler to fetch and plan → Reconciled.
 	Reconcile *Ask
+	// Expedite: the reconcile in flight was asked as a background repair (periodic), and
+	// now something waits for it (a master event to copy): if the Reconciler has not
+	// started it yet, it should start it ahead of the other background repairs.
+	Expedite bool
 	// Repair: step RepairDue after RepairIn (0: as soon as this message is done).
 	Repair   bool
 	RepairIn time.Duration

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -16,7 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// writeCharts draws latency.png, ownership.png and failover.png into the output directory
+// writeCharts draws latency.png, ownership.png, failover.png and stages.png into the output directory
 // and returns the names of the files written.
 func writeCharts(rep Report, o Options) ([]string, error) {
 	var files []string
@@ -28,11 +29,21 @@ func writeCharts(rep Report, o Options) ([]string, error) {
 		{"latency.png", latencyChart},
 		{"ownership.png", ownershipChart},
 		{"failover.png", failoverChart},
+		{"stages.png", stagesChart},
 	} {
-		p, err := c.draw(rep, o)
-		if err == nil {
-			err = p.Save(22*vg.Centimeter, 12*vg.Centimeter, filepath.Join(o.OutDir, c.name))
-		}
+		err := func() (err error) {
+			// A chart that cannot be drawn costs its file, never the run's report.
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("panic: %v", r)
+				}
+			}()
+			p, err := c.draw(rep, o)
+			if err == nil {
+				err = p.Save(22*vg.Centimeter, 12*vg.Centimeter, filepath.Join(o.OutDir, c.name))
+			}
+			return err
+		}()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
 			continue
@@ -221,6 +232,64 @@ func failoverChart(rep Report, _ Options) (*plot.Plot, error) {
 	limit.Color = color.RGBA{R: 200, A: 255}
 	p.Add(limit)
 	p.Legend.Add("limit (with slack)", limit)
+	p.Y.Min = 0
+	return p, nil
+}
+
+// stagesChart draws p50, p99 and max of every stage, for all copies and for the slow ones,
+// on a log scale: the stage where slow copies wait stands out.
+func stagesChart(rep Report, _ Options) (*plot.Plot, error) {
+	p := plot.New()
+	if rep.Stages == nil || rep.Stages.Traced == 0 {
+		p.Title.Text = "Copy stages: no traced copies"
+		return p, nil
+	}
+	s := rep.Stages
+	p.Title.Text = fmt.Sprintf("Copy stages (%d copies; %d slow ≥ %.0f ms, most time in %s)", s.Traced, s.Slow.Copies, s.SlowMs, s.Slow.Dominant)
+	p.Y.Label.Text = "ms (log scale)"
+	const floor = 0.01
+	names := make([]string, len(s.All.Stages))
+	slow := map[string]StageStat{}
+	for _, st := range s.Slow.Stages {
+		slow[st.Stage] = st
+	}
+	series := []struct {
+		label string
+		value func(StageStat, StageStat) float64
+		color color.RGBA
+	}{
+		{"p50", func(a, _ StageStat) float64 { return a.P50ms }, color.RGBA{R: 120, G: 170, B: 220, A: 255}},
+		{"p99", func(a, _ StageStat) float64 { return a.P99ms }, color.RGBA{R: 40, G: 90, B: 180, A: 255}},
+		{"max", func(a, _ StageStat) float64 { return a.MaxMs }, color.RGBA{R: 10, G: 30, B: 90, A: 255}},
+		{"slow p50", func(_, b StageStat) float64 { return b.P50ms }, color.RGBA{R: 230, G: 150, B: 60, A: 255}},
+		{"slow max", func(_, b StageStat) float64 { return b.MaxMs }, color.RGBA{R: 190, G: 40, B: 30, A: 255}},
+	}
+	w := vg.Points(7)
+	for k, se := range series {
+		// Bars grow from the floor: log10(ms/floor) on a linear axis whose ticks read ms
+		// (a log axis cannot draw a bar's base).
+		vs := make(plotter.Values, len(s.All.Stages))
+		for i, st := range s.All.Stages {
+			names[i] = st.Stage
+			vs[i] = math.Log10(max(se.value(st, slow[st.Stage]), floor) / floor)
+		}
+		b, err := plotter.NewBarChart(vs, w)
+		if err != nil {
+			return nil, err
+		}
+		b.Color = se.color
+		b.LineStyle.Width = 0
+		b.Offset = w * vg.Length(k-len(series)/2)
+		p.Add(b)
+		p.Legend.Add(se.label, b)
+	}
+	p.Legend.Top = true
+	p.NominalX(names...)
+	var ticks []plot.Tick
+	for e := 0; e <= 7; e++ {
+		ticks = append(ticks, plot.Tick{Value: float64(e), Label: strconv.FormatFloat(floor*math.Pow(10, float64(e)), 'g', -1, 64)})
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Min = 0
 	return p, nil
 }

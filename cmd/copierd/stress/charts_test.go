@@ -36,7 +36,7 @@ func TestChartsFromSyntheticReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 3 {
+	if len(files) != 4 { // stages.png says "no traced copies"
 		t.Fatalf("files %v", files)
 	}
 	for _, f := range files {

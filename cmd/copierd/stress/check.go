@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/reconcile"
 )
@@ -477,6 +479,28 @@ type masterEvent struct {
 // found by the mc<ticket> marker of the follower's open orders. It returns the latencies
 // and the result summary.
 func CopyLatencies(orders []broker.OrderLogEntry, links []CheckLink) ([]time.Duration, LatencyResult) {
+	copies, res := matchCopies(orders, links)
+	out := make([]time.Duration, len(copies))
+	for i, c := range copies {
+		out[i] = c.latency()
+	}
+	return out, res
+}
+
+// copyMatch is one copy CopyLatencies found: a master trade and the follower order that
+// copied it.
+type copyMatch struct {
+	master, follower string
+	kind             string // open, modify, partial_close, close
+	masterAt, at     time.Time
+	requestID        uuid.UUID // the follower order's
+	node             string    // its sender
+}
+
+func (c copyMatch) latency() time.Duration { return c.at.Sub(c.masterAt) }
+
+// matchCopies is CopyLatencies with the matched copies themselves.
+func matchCopies(orders []broker.OrderLogEntry, links []CheckLink) ([]copyMatch, LatencyResult) {
 	res := LatencyResult{ByKind: map[string]int{}}
 	followersOf := map[string][]string{}
 	for _, l := range links {
@@ -491,6 +515,8 @@ func CopyLatencies(orders []broker.OrderLogEntry, links []CheckLink) ([]time.Dur
 		login string
 		op    broker.OrderOp
 		at    time.Time
+		id    uuid.UUID
+		node  string
 	}
 	copyOf := map[int64]int64{} // follower ticket → master ticket
 	byTicket := map[int64][]fo{}
@@ -532,9 +558,9 @@ func CopyLatencies(orders []broker.OrderLogEntry, links []CheckLink) ([]time.Dur
 			}
 			mt = t
 		}
-		byTicket[mt] = append(byTicket[mt], fo{login: e.Login, op: e.Op, at: e.ServerTime})
+		byTicket[mt] = append(byTicket[mt], fo{login: e.Login, op: e.Op, at: e.ServerTime, id: e.RequestID, node: e.Node})
 	}
-	var out []time.Duration
+	var out []copyMatch
 	tickets := make([]int64, 0, len(events))
 	for t := range events {
 		tickets = append(tickets, t)
@@ -562,7 +588,7 @@ func CopyLatencies(orders []broker.OrderLogEntry, links []CheckLink) ([]time.Dur
 					continue
 				}
 				seen[o.login] = true
-				out = append(out, o.at.Sub(ev.at))
+				out = append(out, copyMatch{master: master, follower: o.login, kind: ev.kind, masterAt: ev.at, at: o.at, requestID: o.id, node: o.node})
 				res.ByKind[ev.kind]++
 			}
 			if master != "" && ev.kind == "open" {
@@ -572,7 +598,10 @@ func CopyLatencies(orders []broker.OrderLogEntry, links []CheckLink) ([]time.Dur
 	}
 	res.Samples = len(out)
 	if len(out) > 0 {
-		sorted := slices.Clone(out)
+		sorted := make([]time.Duration, len(out))
+		for i, c := range out {
+			sorted[i] = c.latency()
+		}
 		slices.Sort(sorted)
 		res.P50ms = ms(Percentile(sorted, 50))
 		res.P99ms = ms(Percentile(sorted, 99))

@@ -3,7 +3,6 @@ package stress
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -75,14 +74,17 @@ type scrape struct {
 
 // startNode starts one node process. args are the flags after "run" (with --http
 // 127.0.0.1:0); env its environment additions (secrets go there, not on the command
-// line). It returns once the node has logged the address its HTTP endpoint listens on.
+// line). It returns once the node has written the address its HTTP endpoint listens on
+// (--http-addr-file: whatever the node's log level, nothing is read from its log).
 func startNode(copierd, id, logDir string, args []string, env []string, proxy *dbProxy) (*nodeProc, error) {
 	logPath := filepath.Join(logDir, id+".log")
+	addrPath := filepath.Join(logDir, id+".addr")
+	_ = os.Remove(addrPath)
 	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("node %s log: %w", id, err)
 	}
-	cmd := exec.Command(copierd, append([]string{"run"}, args...)...)
+	cmd := exec.Command(copierd, append(append([]string{"run"}, args...), "--http-addr-file", addrPath)...)
 	cmd.Env = append(cleanEnv(), env...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	// Its own process group: a terminal's Ctrl-C does not reach it, and signals go to
@@ -106,7 +108,7 @@ func startNode(copierd, id, logDir string, args []string, env []string, proxy *d
 		n.mu.Unlock()
 		close(n.done)
 	}()
-	addr, err := waitHTTPAddr(logPath, n.done, 30*time.Second)
+	addr, err := waitHTTPAddr(addrPath, logPath, n.done, 30*time.Second)
 	if err != nil {
 		_ = n.signal(syscall.SIGKILL)
 		<-n.done
@@ -116,21 +118,14 @@ func startNode(copierd, id, logDir string, args []string, env []string, proxy *d
 	return n, nil
 }
 
-// waitHTTPAddr reads a node's JSON log until it says where its HTTP endpoint listens.
-func waitHTTPAddr(logPath string, done <-chan struct{}, within time.Duration) (string, error) {
+// waitHTTPAddr waits for the node to write its HTTP address to addrPath (the node
+// writes it whole, by a rename).
+func waitHTTPAddr(addrPath, logPath string, done <-chan struct{}, within time.Duration) (string, error) {
 	deadline := time.Now().Add(within)
 	for {
-		if b, err := os.ReadFile(logPath); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if !strings.Contains(line, `"http listening"`) {
-					continue
-				}
-				var rec struct {
-					Addr string `json:"addr"`
-				}
-				if json.Unmarshal([]byte(line), &rec) == nil && rec.Addr != "" {
-					return rec.Addr, nil
-				}
+		if b, err := os.ReadFile(addrPath); err == nil {
+			if addr := strings.TrimSpace(string(b)); addr != "" {
+				return addr, nil
 			}
 		}
 		select {
@@ -139,7 +134,7 @@ func waitHTTPAddr(logPath string, done <-chan struct{}, within time.Duration) (s
 		default:
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("no HTTP address in its log within %v (see %s)", within, logPath)
+			return "", fmt.Errorf("no HTTP address written to %s within %v (see %s)", addrPath, within, logPath)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -129,6 +129,9 @@ type Options struct {
 	Progress bool
 	// NodeLogLevel is the nodes' --log-level (default info).
 	NodeLogLevel string
+	// TraceCopies has every node record each order's stages (copierd run --trace-copies)
+	// for the report's stage accounting (default true).
+	TraceCopies bool
 }
 
 // DefaultOptions returns the defaults documented on Options (Copierd and OutDir empty).
@@ -139,7 +142,7 @@ func DefaultOptions() Options {
 		Rate: 10, Duration: 2 * time.Minute, Warmup: 5 * time.Second,
 		Faults: AllFaults(), FaultEvery: 10 * time.Second,
 		Converge: 90 * time.Second, FailoverSlack: 5 * time.Second,
-		Seed: 1, Progress: true, NodeLogLevel: "info",
+		Seed: 1, Progress: true, NodeLogLevel: "info", TraceCopies: true,
 	}
 }
 

@@ -37,10 +37,12 @@ type Report struct {
 	Positions PositionsResult `json:"positions"`
 	Failover  FailoverResult  `json:"failover"`
 	// Scale is the scale scenario's membership changes (nil in the faults scenario).
-	Scale       *ScaleResult  `json:"scale,omitempty"`
-	Latency     LatencyResult `json:"copy_latency"`
-	StaleWrites StaleSummary  `json:"stale_writes"`
-	Nodes       []NodeReport  `json:"nodes"`
+	Scale   *ScaleResult  `json:"scale,omitempty"`
+	Latency LatencyResult `json:"copy_latency"`
+	// Stages splits the copy latency by stage (nil when the nodes did not trace).
+	Stages      *StageResult `json:"stages,omitempty"`
+	StaleWrites StaleSummary `json:"stale_writes"`
+	Nodes       []NodeReport `json:"nodes"`
 
 	Invariants []Invariant        `json:"invariants"`
 	Ownership  []ownershipSample  `json:"ownership,omitempty"`
@@ -201,7 +203,20 @@ func (r *run) report(f finalState, exits map[string]nodeExit, loadDur time.Durat
 	}
 	rep.Positions = CheckPositions(r.links, f.positions)
 	rep.Failover = SummariseFailovers(failovers, o.Lease+o.Interval, o.FailoverSlack)
-	rep.latencies, rep.Latency = CopyLatencies(f.orders, r.links)
+	copies, latency := matchCopies(f.orders, r.links)
+	rep.Latency = latency
+	rep.latencies = make([]time.Duration, len(copies))
+	for i, c := range copies {
+		rep.latencies[i] = c.latency()
+	}
+	if o.TraceCopies {
+		records, dropped, errs := r.readTraces()
+		st := StageAccounting(copies, records, dropped)
+		rep.Stages = &st
+		for _, err := range errs {
+			rep.Notes = append(rep.Notes, "copy trace: "+err.Error())
+		}
+	}
 
 	rep.StaleWrites = StaleSummary{AuditStaleWrite: f.audit.StaleWrites, FutureEpochRows: f.audit.FutureEpochRows,
 		EpochChanges: f.audit.EpochChanges, Examples: f.audit.Examples}
@@ -438,6 +453,12 @@ func (rep Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "\nload: %d master events (%d opens, %d SL/TP changes, %d partial closes, %d closes); orders by nodes %d (%d executed, %d rejected, %d fenced)\n",
 		rep.Load.MasterEvents, rep.Load.Opens, rep.Load.Modifies, rep.Load.PartialCloses, rep.Load.Closes,
 		rep.Orders.Nodes, rep.Orders.Executed, rep.Orders.Rejected, rep.Orders.FencedToken)
+	if rep.Stages != nil {
+		fmt.Fprintln(w)
+		for _, l := range rep.Stages.summary() {
+			fmt.Fprintln(w, l)
+		}
+	}
 	fmt.Fprintf(w, "\nnodes:\n")
 	for _, n := range rep.Nodes {
 		gr := "n/a"

@@ -546,6 +546,9 @@ func (r *run) startNode() (*nodeProc, error) {
 		"--interval", o.Interval.String(), "--reconcile-every", o.ReconcileEvery.String(),
 		"--http", "127.0.0.1:0", "--log-format", "json", "--log-level", o.NodeLogLevel, "--migrate=false",
 	}
+	if o.TraceCopies {
+		args = append(args, "--trace-copies", filepath.Join(o.OutDir, id+".trace"))
+	}
 	env := []string{"COPIER_DATABASE_URL=" + dbURL, "COPIER_BRIDGE_TOKEN=" + r.token}
 	n, err := startNode(o.Copierd, id, o.OutDir, args, env, px)
 	if err != nil {
