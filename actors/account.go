@@ -111,6 +111,12 @@ func (a *accountActor) Receive(ctx actor.Context) {
 		a.onEquityRead(ctx, m)
 	case repairDue:
 		a.carry(ctx, a.core.RepairDue(a.e.now()))
+	case repairTurn:
+		rd := a.core.RepairTurn(a.e.now())
+		if rd.Reconcile == nil {
+			ctx.Send(a.e.reconciler, repairDeclined{accountID: a.id})
+		}
+		a.carry(ctx, rd)
 	}
 }
 
@@ -201,6 +207,9 @@ func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 			a.tr.reconAsked, a.tr.reconCause = a.e.now(), rd.Reconcile.Cause
 		}
 		ctx.Send(a.e.reconciler, req)
+	}
+	if rd.WantRepair {
+		ctx.Send(a.e.reconciler, repairWanted{accountID: a.id, pid: ctx.Self()})
 	}
 	if rd.Expedite {
 		ctx.Send(a.e.reconciler, reconcileExpedite{accountID: a.id})

@@ -46,6 +46,24 @@ type jobDone struct {
 
 type wake struct{}
 
+// repairWanted registers an account whose periodic repair is due (follower.Ready.
+// WantRepair); the Reconciler answers repairTurn when it has room for it.
+type repairWanted struct {
+	accountID int64
+	pid       *actor.PID
+}
+
+// repairTurn tells an account that its periodic repair may run now; it answers with a
+// reconcileRequest or with repairDeclined.
+type repairTurn struct{}
+
+// repairDeclined: the account passed its turn (the repair is no longer due, or it cannot
+// reconcile now).
+type repairDeclined struct{ accountID int64 }
+
+// grantTimeout frees a turn whose account never answered (it stopped meanwhile).
+const grantTimeout = 10 * time.Second
+
 // reconcileExpedite asks the Reconciler to start an account's background reconcile
 // ahead of the other background ones, if it has not started yet (follower.Ready.Expedite).
 type reconcileExpedite struct{ accountID int64 }
@@ -53,10 +71,15 @@ type reconcileExpedite struct{ accountID int64 }
 // reconciler is the actor that runs reconciles with bounded concurrency and a start rate;
 // a second request for an account still waiting replaces the first (they coalesce).
 //
-// It keeps two lanes. Background repairs (periodic) wait in their own lane and start only
-// when no other reconcile waits: thousands of accounts' periodic repairs must never hold
-// up the reconcile that copies a master's trade. A background request that something
-// now waits for is expedited to the front lane.
+// Periodic repairs do not queue as reconciles: an account whose repair is due registers
+// (repairWanted) and goes on copying; when no other reconcile waits and background work
+// holds less than half the concurrency, the Reconciler gives the next account its turn
+// (repairTurn) and the account asks for the reconcile, which starts at once. An account
+// is thus "reconciling" only while its repair runs, never for the seconds a burst of
+// thousands of due repairs takes to drain, during which each of its masters' events
+// would wait for it and then for a chained reconcile. A periodic request that comes
+// without a turn waits in the background lane, and is expedited to the front lane when
+// something waits for it.
 type reconciler struct {
 	cfg        reconcilerConfig
 	urgent     []int64 // account ids; an id whose pending entry is gone or moved is skipped
@@ -64,6 +87,9 @@ type reconciler struct {
 	pending    map[int64]pendingReconcile
 	running    int
 	runningBg  int // of running: background jobs, at most half the concurrency
+	wants      []repairWanted
+	wanted     map[int64]bool      // accounts in wants
+	granted    map[int64]time.Time // turns given and not answered yet, by account
 	tokens     float64
 	last       time.Time
 	wakeSet    bool
@@ -74,6 +100,7 @@ type reconciler struct {
 type pendingReconcile struct {
 	req        reconcileRequest
 	background bool
+	turn       bool // a periodic repair on its turn: front lane, counted as background work
 }
 
 // newReconciler returns the Reconciler actor's producer.
@@ -91,7 +118,8 @@ func newReconciler(cfg reconcilerConfig) actor.Producer {
 		cfg.Now = time.Now
 	}
 	return func() actor.Actor {
-		return &reconciler{cfg: cfg, pending: map[int64]pendingReconcile{}, tokens: float64(cfg.Concurrency)}
+		return &reconciler{cfg: cfg, pending: map[int64]pendingReconcile{}, tokens: float64(cfg.Concurrency),
+			wanted: map[int64]bool{}, granted: map[int64]time.Time{}}
 	}
 }
 
@@ -100,6 +128,15 @@ func (r *reconciler) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case reconcileRequest:
 		r.enqueue(m)
+		r.pump(ctx)
+	case repairWanted:
+		if !r.wanted[m.accountID] {
+			r.wanted[m.accountID] = true
+			r.wants = append(r.wants, m)
+		}
+		r.pump(ctx)
+	case repairDeclined:
+		delete(r.granted, m.accountID)
 		r.pump(ctx)
 	case reconcileExpedite:
 		if r.expedite(m.accountID) {
@@ -124,16 +161,22 @@ func (r *reconciler) Receive(ctx actor.Context) {
 // moves to the front lane when the new one belongs there).
 func (r *reconciler) enqueue(m reconcileRequest) {
 	background := m.ask.Cause == follower.CausePeriodic
+	_, turn := r.granted[m.accountID]
+	turn = turn && background
+	if turn {
+		delete(r.granted, m.accountID)
+		background = false // its turn: it starts next, like the front lane
+	}
 	if p, waiting := r.pending[m.accountID]; waiting {
 		r.coalesced++
 		background = background && p.background
 		if p.background && !background {
 			r.urgent = append(r.urgent, m.accountID)
 		}
-		r.pending[m.accountID] = pendingReconcile{req: m, background: background}
+		r.pending[m.accountID] = pendingReconcile{req: m, background: background, turn: turn && p.turn}
 		return
 	}
-	r.pending[m.accountID] = pendingReconcile{req: m, background: background}
+	r.pending[m.accountID] = pendingReconcile{req: m, background: background, turn: turn}
 	if background {
 		r.background = append(r.background, m.accountID)
 	} else {
@@ -160,7 +203,7 @@ func (r *reconciler) expedite(id int64) bool {
 // move or an earlier start are dropped on the way.
 func (r *reconciler) next() (req reconcileRequest, background, ok bool) {
 	lanes := []*[]int64{&r.urgent}
-	if r.runningBg < max(1, r.cfg.Concurrency/2) {
+	if r.bgRoom() {
 		lanes = append(lanes, &r.background)
 	}
 	for _, lane := range lanes {
@@ -170,11 +213,36 @@ func (r *reconciler) next() (req reconcileRequest, background, ok bool) {
 			*lane = (*lane)[1:]
 			if p, ok := r.pending[id]; ok && p.background == background {
 				delete(r.pending, id)
-				return p.req, background, true
+				return p.req, background || p.turn, true
 			}
 		}
 	}
 	return reconcileRequest{}, false, false
+}
+
+// bgRoom reports whether background work (running repairs and turns given) holds less
+// than half the concurrency.
+func (r *reconciler) bgRoom() bool {
+	return r.runningBg+len(r.granted) < max(1, r.cfg.Concurrency/2)
+}
+
+// grant gives the next wanted repairs their turns while nothing else waits and
+// background work has room. A turn takes no token: the reconcile it leads to does.
+func (r *reconciler) grant(ctx actor.Context, now time.Time) {
+	for id, at := range r.granted {
+		if now.Sub(at) > grantTimeout {
+			delete(r.granted, id)
+		}
+	}
+	for len(r.wants) > 0 && len(r.urgent) == 0 && r.bgRoom() {
+		w := r.wants[0]
+		r.wants = r.wants[1:]
+		delete(r.wanted, w.accountID)
+		r.granted[w.accountID] = now
+		if ctx != nil {
+			ctx.Send(w.pid, repairTurn{})
+		}
+	}
 }
 
 // pump starts queued jobs while concurrency and the token bucket allow.
@@ -184,6 +252,7 @@ func (r *reconciler) pump(ctx actor.Context) {
 		r.tokens = min(float64(r.cfg.Concurrency), r.tokens+now.Sub(r.last).Seconds()*r.cfg.RatePerSec)
 	}
 	r.last = now
+	defer r.grant(ctx, now)
 	for len(r.pending) > 0 && r.running < r.cfg.Concurrency {
 		if r.tokens < 1 {
 			if !r.wakeSet {
@@ -196,7 +265,7 @@ func (r *reconciler) pump(ctx actor.Context) {
 		}
 		req, background, ok := r.next()
 		if !ok {
-			return
+			break
 		}
 		r.tokens--
 		r.running++

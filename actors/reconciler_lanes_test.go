@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/snapcopier/copier/reconcile/follower"
@@ -60,5 +62,59 @@ func TestReconcilerLanes(t *testing.T) {
 	want(6, true)
 	if id, _ := start(); id != 0 {
 		t.Fatalf("started %d from an empty queue (a stale lane entry ran twice)", id)
+	}
+}
+
+// TestReconcilerTurns: due periodic repairs get their turns only while nothing else waits
+// and background work holds less than half the concurrency; a repair on its turn starts
+// ahead of the background lane and counts as background work until it ends; a declined
+// or unanswered turn frees its place.
+func TestReconcilerTurns(t *testing.T) {
+	r := newReconciler(reconcilerConfig{Concurrency: 4})().(*reconciler)
+	t0 := time.Now()
+	want := func(ids ...int64) {
+		for _, id := range ids {
+			if !r.wanted[id] {
+				r.wanted[id] = true
+				r.wants = append(r.wants, repairWanted{accountID: id})
+			}
+		}
+	}
+	want(1, 2, 3)
+	r.enqueue(reconcileRequest{accountID: 9, ask: follower.Ask{Cause: follower.CauseGap}})
+	r.grant(nil, t0)
+	if len(r.granted) != 0 {
+		t.Fatalf("turns %v given while a gap's reconcile waits", r.granted)
+	}
+	if req, _, _ := r.next(); req.accountID != 9 {
+		t.Fatalf("started %d, want the gap's 9", req.accountID)
+	}
+	r.grant(nil, t0)
+	if len(r.granted) != 2 || len(r.wants) != 1 {
+		t.Fatalf("turns %v (wants %v), want two: half the concurrency", r.granted, r.wants)
+	}
+	// Account 1 takes its turn: front lane, counted as background work.
+	r.enqueue(reconcileRequest{accountID: 1, ask: follower.Ask{Cause: follower.CausePeriodic}})
+	r.enqueue(reconcileRequest{accountID: 5, ask: follower.Ask{Cause: follower.CausePeriodic}}) // no turn: background lane
+	req, bg, ok := r.next()
+	if !ok || req.accountID != 1 || !bg {
+		t.Fatalf("started %d (background %v), want 1 on its turn, counted as background", req.accountID, bg)
+	}
+	r.runningBg++
+	// Account 2 declines; account 3 gets the place once the turn is freed.
+	delete(r.granted, 2)
+	r.grant(nil, t0)
+	if _, ok := r.granted[3]; !ok {
+		t.Fatalf("turns %v, want 3's after 2 declined", r.granted)
+	}
+	// An unanswered turn is freed after grantTimeout.
+	r.grant(nil, t0.Add(grantTimeout+time.Second))
+	if len(r.granted) != 0 {
+		t.Fatalf("turns %v kept past the timeout", r.granted)
+	}
+	// Repeated wants of one account are one.
+	want(4, 4)
+	if len(r.wants) != 1 {
+		t.Fatalf("wants %v", r.wants)
 	}
 }

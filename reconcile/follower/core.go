@@ -67,6 +67,7 @@ type Core struct {
 	againCause  Cause // why the next reconcile is due, when a cause arrived during one
 	expedited   bool  // the background reconcile in flight was asked to be expedited
 	periodicRan bool  // a periodic repair ran: the next comes ReconcileEvery after the last reconcile
+	wantRepair  bool  // a turn for the periodic repair was asked for (Ready.WantRepair)
 	dirty       bool  // a reconcile is due
 	lastRecon   time.Time
 	stopped     bool
@@ -522,12 +523,32 @@ func (c *Core) Tick(now time.Time) *Ready {
 		c.maybeReconcile(now, cause)
 		return c.done()
 	}
-	if due := c.periodicDue(); due > 0 && !c.lastRecon.IsZero() && now.Sub(c.lastRecon) >= due {
-		c.periodicRan = true
-		c.dirty = true
-		c.maybeReconcile(now, CausePeriodic)
+	if c.repairDue(now) && !c.wantRepair {
+		c.wantRepair = true
+		c.ready.WantRepair = true
 	}
 	return c.done()
+}
+
+// RepairTurn: the Reconciler has room for this account's periodic repair
+// (Ready.WantRepair). The repair is asked for now if it is still due and nothing else
+// runs; otherwise the turn passes (no Ready.Reconcile: the caller declines it).
+func (c *Core) RepairTurn(now time.Time) *Ready {
+	c.begin()
+	c.wantRepair = false
+	if c.loading || !c.connected || c.reconciling || c.stopped || !c.repairDue(now) {
+		return c.done()
+	}
+	c.periodicRan = true
+	c.dirty = true
+	c.maybeReconcile(now, CausePeriodic)
+	return c.done()
+}
+
+// repairDue reports whether the periodic repair is due.
+func (c *Core) repairDue(now time.Time) bool {
+	due := c.periodicDue()
+	return due > 0 && !c.lastRecon.IsZero() && now.Sub(c.lastRecon) >= due
 }
 
 // periodicDue is how long after the last reconcile the next periodic repair is due (0:

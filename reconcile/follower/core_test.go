@@ -336,15 +336,49 @@ func TestBadLinkIsLeftOut(t *testing.T) {
 	}
 }
 
-// TestPeriodicRepair: an idle account reconciles once ReconcileEvery has passed since its
-// last reconcile, measured on the clock of its inputs.
+// TestPeriodicRepair: once ReconcileEvery has passed since an idle account's last
+// reconcile, measured on the clock of its inputs, it asks (once) for a turn; its turn
+// starts the repair. A turn that comes when the repair is no longer due passes.
 func TestPeriodicRepair(t *testing.T) {
 	h := newHarness(t, Options{ReconcileEvery: time.Minute})
 	ready(h)
 	h.rd = h.c.Tick(h.tick())
-	h.wantNothing("a tick before the period")
+	if h.rd.WantRepair {
+		t.Fatal("a turn asked before the period")
+	}
+	h.now = h.now.Add(time.Minute)
+	h.periodic()
+	h.rd = h.c.Tick(h.tick())
+	if h.rd.WantRepair {
+		t.Fatal("a turn asked while the repair runs")
+	}
+
+	// Asked, then a gap's reconcile runs first: the turn passes.
+	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
 	h.now = h.now.Add(time.Minute)
 	h.rd = h.c.Tick(h.tick())
+	if !h.rd.WantRepair {
+		t.Fatal("no turn asked a period after the last repair")
+	}
+	h.rd = h.c.Tick(h.tick())
+	if h.rd.WantRepair {
+		t.Fatal("a turn asked twice")
+	}
+	h.event(broker.Opened, 1, 9, h.mpos(500))
+	h.wantReconcile(CauseGap)
+	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
+	h.rd = h.c.RepairTurn(h.tick())
+	h.wantNothing("a turn after another reconcile repaired the account")
+}
+
+// periodic asks for a turn at a tick and takes it: the periodic repair starts.
+func (h *harness) periodic() {
+	h.t.Helper()
+	h.rd = h.c.Tick(h.tick())
+	if !h.rd.WantRepair || h.rd.Reconcile != nil {
+		h.t.Fatalf("periodic repair due: %+v, want a turn asked and no reconcile yet", h.rd)
+	}
+	h.rd = h.c.RepairTurn(h.tick())
 	h.wantReconcile(CausePeriodic)
 }
 
@@ -355,25 +389,24 @@ func TestPeriodicRepairSpread(t *testing.T) {
 	h := newHarness(t, Options{ReconcileEvery: time.Minute, ReconcileOffset: 20 * time.Second})
 	ready(h)
 	h.now = h.now.Add(19 * time.Second)
-	h.rd = h.c.Tick(h.tick())
-	h.wantNothing("a tick before the offset")
+	if h.rd = h.c.Tick(h.tick()); h.rd.WantRepair {
+		t.Fatal("a turn asked before the offset")
+	}
 	h.now = h.now.Add(time.Second)
-	h.rd = h.c.Tick(h.tick())
-	h.wantReconcile(CausePeriodic)
+	h.periodic()
 	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
 	h.now = h.now.Add(59 * time.Second)
-	h.rd = h.c.Tick(h.tick())
-	h.wantNothing("the second repair before a whole period")
+	if h.rd = h.c.Tick(h.tick()); h.rd.WantRepair {
+		t.Fatal("the second repair asked before a whole period")
+	}
 	h.now = h.now.Add(time.Second)
-	h.rd = h.c.Tick(h.tick())
-	h.wantReconcile(CausePeriodic)
+	h.periodic()
 
 	// An offset outside (0, period) is the period.
 	h = newHarness(t, Options{ReconcileEvery: time.Minute, ReconcileOffset: 2 * time.Minute})
 	ready(h)
 	h.now = h.now.Add(time.Minute)
-	h.rd = h.c.Tick(h.tick())
-	h.wantReconcile(CausePeriodic)
+	h.periodic()
 }
 
 // TestEventDuringABackgroundRepairExpedites: an event that arrives while a periodic
@@ -384,8 +417,7 @@ func TestEventDuringABackgroundRepairExpedites(t *testing.T) {
 	h := newHarness(t, Options{ReconcileEvery: time.Minute})
 	ready(h)
 	h.now = h.now.Add(time.Minute)
-	h.rd = h.c.Tick(h.tick())
-	h.wantReconcile(CausePeriodic)
+	h.periodic()
 	if h.rd.Expedite {
 		t.Fatal("a periodic repair expedited before anything waits for it")
 	}

@@ -23,6 +23,10 @@ type Ready struct {
 	RetryLoadIn time.Duration
 	// Reconcile asks the Reconciler to fetch and plan → Reconciled.
 	Reconcile *Ask
+	// WantRepair: the periodic repair is due. Ask the Reconciler for a turn and step
+	// RepairTurn when it grants one: the account does not wait in the Reconciler's queue
+	// (where every event would wait behind it) but is called when there is room.
+	WantRepair bool
 	// Expedite: the reconcile in flight was asked as a background repair (periodic), and
 	// now something waits for it (a master event to copy): if the Reconciler has not
 	// started it yet, it should start it ahead of the other background repairs.
