@@ -149,6 +149,13 @@ func (p *planner) admitShares(syms map[string]*netSymbol, fresh []broker.Positio
 				Detail: fmt.Sprintf("%d master positions copied, limit %d", carried, l)})
 			continue
 		}
+		// Checked before the share is counted: a skipped master takes no slot of
+		// max_open_copies (as on hedging), and Plan and PlanEvent agree.
+		if _, fits := p.netCap(c.rules); !fits {
+			p.skip(Skip{MasterTicket: m.Ticket, Symbol: m.Symbol, Reason: SkipMaxLotsPerSymbol,
+				Detail: fmt.Sprintf("%s: limit %v is below the minimum %v", c.symbol, p.s.Limits.MaxLotsPerSymbol, c.rules.min)})
+			continue
+		}
 		// max_lots_per_symbol caps the net position (netTarget), not each share: a cap
 		// per share would depend on the order shares arrive in.
 		ns.shares = append(ns.shares, share{m: m, side: c.side, ratio: c.ratio(), fresh: true})

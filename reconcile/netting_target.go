@@ -38,25 +38,7 @@ func (p *planner) planSymbol(ns *netSymbol) {
 
 	ns.spec, ns.rules = spec, rules
 	p.adoptShares(ns)
-	target, limited := p.netTarget(ns.shares, rules)
-	if limited {
-		// No copy fits under the limit: new master positions are skipped, as on hedging,
-		// and not tracked (they are evaluated again while inside the opening window).
-		ns.shares = slices.DeleteFunc(ns.shares, func(s share) bool {
-			if s.fresh && !s.adopt {
-				p.skip(Skip{MasterTicket: s.m.Ticket, Symbol: s.m.Symbol, Reason: SkipMaxLotsPerSymbol,
-					Detail: fmt.Sprintf("%s: limit %v is below the minimum %v", ns.name, p.s.Limits.MaxLotsPerSymbol, rules.min)})
-				return true
-			}
-			return false
-		})
-		if len(ns.shares) == 0 {
-			if ns.pos != nil {
-				p.act(closeAction(*ns.pos, p.eventTicket(), ReasonNetTarget))
-			}
-			return
-		}
-	}
+	target := p.netTarget(ns.shares, rules)
 	// A share of unknown ratio that sizing cannot give one is left out of the map (it
 	// would be tracked as unknown again on every plan) and adds nothing to the net.
 	ns.track = ns.track[:0]
@@ -111,28 +93,33 @@ func (p *planner) planSymbol(ns *netSymbol) {
 // netTarget is the signed net of the shares: rounded toward zero to the step, capped at the
 // maximum (and max_lots_per_symbol), and 0 below the minimum unless force_min is set.
 // force_min never lifts the target above max_lots_per_symbol: when the limit is below the
-// minimum the target is 0 and limited is true (hedging skips such a copy the same way).
-func (p *planner) netTarget(shares []share, rules lotRules) (target float64, limited bool) {
+// minimum no position fits and the target is 0 (admitShares skips new master positions
+// there, as hedging skips such a copy).
+func (p *planner) netTarget(shares []share, rules lotRules) float64 {
+	capAt, fits := p.netCap(rules)
+	if !fits {
+		return 0
+	}
 	n := netOf(shares)
-	sign := float64(sideOf(n))
-	v := RoundDownToStep(math.Abs(n), rules.step)
-	capAt := rules.max
-	if l := p.s.Limits.MaxLotsPerSymbol; l > 0 {
-		capAt = math.Min(capAt, RoundDownToStep(l, rules.step))
-	}
-	if v > capAt {
-		v = capAt
-	}
+	v := math.Min(RoundDownToStep(math.Abs(n), rules.step), capAt)
 	if v < rules.min {
 		if !p.s.Sizing.ForceMin || v == 0 {
-			return 0, false
-		}
-		if rules.min > capAt {
-			return 0, true
+			return 0
 		}
 		v = rules.min
 	}
-	return sign * v, false
+	return float64(sideOf(n)) * v
+}
+
+// netCap is the most a position of the link may hold on a symbol with rules: the maximum,
+// lowered to max_lots_per_symbol (rounded down to the step). fits is false when that is
+// below the minimum: no position fits under the limit, whatever force_min says.
+func (p *planner) netCap(rules lotRules) (capAt float64, fits bool) {
+	capAt = rules.max
+	if l := p.s.Limits.MaxLotsPerSymbol; l > 0 {
+		capAt = math.Min(capAt, RoundDownToStep(l, rules.step))
+	}
+	return capAt, capAt >= rules.min
 }
 
 // netOpen opens (from flat: cur 0) or adds to the symbol's position to reach the signed
