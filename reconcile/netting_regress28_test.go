@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -11,6 +12,34 @@ import (
 
 // Regression tests of issue #28: four planner defects on netting followers, each with the
 // issue's minimal input (EURUSD min and step 0.01 unless said, magic 1001).
+
+// TestNettingUnknownRatioRecordedWithTheTrade (defect 1): a master of unknown ratio that
+// the position cannot hold before the plan's trade is recorded in the same plan, at the
+// ratio the position the trade leaves gives it, so that planning again yields nothing.
+func TestNettingUnknownRatioRecordedWithTheTrade(t *testing.T) {
+	in := testInput(broker.Netting)
+	in.Link.Settings.Sizing.Multiplier = 0.1
+	in.Master.Positions = []broker.Position{mpos(501, "EURUSD", broker.Buy, 0.05, time.Hour), mpos(502, "EURUSD", broker.Sell, 0.01, time.Minute)}
+	f := &follower{mode: broker.Netting, positions: []broker.Position{netPos(7001, broker.Buy, 0.02, 501)}}
+	f.ticketMap = []TicketMapEntry{
+		{LinkID: 1, MasterTicket: 501, FollowerTicket: 7001, Volume: 0.25},
+		{LinkID: 1, MasterTicket: 502, FollowerTicket: 7001}, // ratio unknown
+	}
+	in.Follower.Positions, in.TicketMap = slices.Clone(f.positions), slices.Clone(f.ticketMap)
+	res := Plan(in)
+	// 501 carries 0.0125 (0.01 on the step): the 0.02 position is reduced by 0.01, and 502
+	// shares the 0.0025 the remaining 0.01 holds beyond 501 (ratio 0.25).
+	want := []Action{{Kind: PartialClose, Reason: ReasonNetTarget, FollowerTicket: 7001, Symbol: "EURUSD", Side: broker.Buy, Volume: 0.01,
+		Track: []Tracked{{501, 0.25}, {502, 0.25}}}}
+	if len(res.Actions) != 1 || len(res.Track) != 0 || !reflect.DeepEqual(roundRatios(res.Actions), want) {
+		t.Fatalf("plan 1: actions %v (tracking %v), track %v\nwant %v (tracking %v)", res.Actions, tracks(res), res.Track, want, want[0].Track)
+	}
+	f.execute(1, res, now())
+	in.Follower.Positions, in.TicketMap = slices.Clone(f.positions), slices.Clone(f.ticketMap)
+	if res := Plan(in); !res.Converged() {
+		t.Fatalf("plan 2 after plan 1 applied: actions %v, track %v, untrack %v; want nothing to do", res.Actions, res.Track, res.Untrack)
+	}
+}
 
 // twoSymbolInput is testInput with GBPUSD on both accounts, the follower's at a 0.1 lot
 // minimum.
@@ -80,4 +109,59 @@ func TestNettingLimitBelowStepSkips(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestNettingLostWriteAfterForceMinKeepsPosition (defect 4): force_min raised the net to
+// the minimum and the map write was lost. 502, of unknown ratio, is on the other side of
+// what the position holds beyond 501: it holds nothing of it, and nothing is traded.
+func TestNettingLostWriteAfterForceMinKeepsPosition(t *testing.T) {
+	in := testInput(broker.Netting)
+	in.Link.Settings.Sizing = Sizing{Mode: SizeFixedLot, FixedLot: 0.01, MinLot: 0.02, ForceMin: true, AlignContractSize: true}
+	in.Master.Positions = []broker.Position{mpos(501, "EURUSD", broker.Buy, 0.03, time.Hour), mpos(502, "EURUSD", broker.Sell, 0.01, time.Minute)}
+	f := &follower{mode: broker.Netting, positions: []broker.Position{netPos(7001, broker.Buy, 0.01, 501)}}
+	f.ticketMap = []TicketMapEntry{
+		{LinkID: 1, MasterTicket: 501, FollowerTicket: 7001, Volume: 0.5},
+		{LinkID: 1, MasterTicket: 502, FollowerTicket: 7001}, // ratio unknown
+	}
+	in.Follower.Positions, in.TicketMap = slices.Clone(f.positions), slices.Clone(f.ticketMap)
+	res := Plan(in)
+	// 501 carries 0.015; 502 shares the 0.005 sell the 0.01 holds beyond it: net 0.01,
+	// raised to the 0.02 minimum.
+	if len(res.Actions) != 1 || res.Actions[0].Kind != Open || res.Actions[0].Side != broker.Buy || res.Actions[0].Volume != 0.01 {
+		t.Fatalf("plan 1: %v; want open buy 0.01", res.Actions)
+	}
+	f.executeLost(res, now())
+	in.Follower.Positions, in.TicketMap = slices.Clone(f.positions), slices.Clone(f.ticketMap)
+	if res := Plan(in); len(res.Actions) != 0 {
+		t.Fatalf("plan 2 after the lost write: %v (track %v); want no trade: the 0.02 position is the masters' net", res.Actions, res.Track)
+	}
+	// Any ratio of 502 from 0 to 0.5 keeps the position.
+	for _, r := range []float64{0, 0.25, 0.5} {
+		in.TicketMap[1].Volume = r
+		if res := Plan(in); len(res.Actions) != 0 {
+			t.Fatalf("502 at ratio %v: %v; want no trade", r, res.Actions)
+		}
+	}
+}
+
+// tracks lists what each action of a plan tracks.
+func tracks(r Result) [][]Tracked {
+	out := make([][]Tracked, len(r.Actions))
+	for i, a := range r.Actions {
+		out[i] = a.Track
+	}
+	return out
+}
+
+// roundRatios is actions with their tracked ratios rounded to 1e-9 (0.0025 / 0.01 is not
+// 0.25 in binary).
+func roundRatios(actions []Action) []Action {
+	out := slices.Clone(actions)
+	for i := range out {
+		out[i].Track = slices.Clone(out[i].Track)
+		for k := range out[i].Track {
+			out[i].Track[k].Ratio = math.Round(out[i].Track[k].Ratio*1e9) / 1e9
+		}
+	}
+	return out
 }

@@ -37,7 +37,7 @@ func (p *planner) planSymbol(ns *netSymbol) {
 	}
 
 	ns.spec, ns.rules = spec, rules
-	p.adoptShares(ns)
+	p.adoptShares(ns, cur)
 	target := p.netTarget(ns.shares, rules)
 	// A share of unknown ratio that sizing cannot give one is left out of the map (it
 	// would be tracked as unknown again on every plan) and adds nothing to the net.
@@ -156,9 +156,21 @@ func (p *planner) netOpen(ns *netSymbol, by share, cur, target float64) {
 	if by.fresh && cur == 0 {
 		reason = ReasonCopyMissing
 	}
+	track := ns.track
+	if cur == 0 && ns.pos != nil {
+		// The position was closed to open the other side: the shares of unknown ratio
+		// that hold none of it move to the new position too (ratio still unknown), or
+		// their entries would point at the closed one, as if the user had closed it.
+		track = slices.Clone(track)
+		for _, s := range ns.shares {
+			if s.adopt && !positive(s.ratio) {
+				track = append(track, Tracked{MasterTicket: s.m.Ticket})
+			}
+		}
+	}
 	p.act(Action{Kind: Open, Reason: reason, MasterTicket: by.m.Ticket, FollowerTicket: onTicket,
 		Symbol: ns.name, Side: side, Volume: volume, SL: sl, TP: tp,
-		Magic: p.in.Link.Magic, Comment: Marker(by.m.Ticket), Price: price, Track: ns.track})
+		Magic: p.in.Link.Magic, Comment: Marker(by.m.Ticket), Price: price, Track: track})
 }
 
 // trackFresh tracks the new, adopted and stale shares at the position (0: flat) that
@@ -184,6 +196,28 @@ func (p *planner) fixNetStops(ns *netSymbol, spec broker.SymbolSpec, lead share,
 		p.act(Action{Kind: Modify, Reason: ReasonStops, MasterTicket: lead.m.Ticket, FollowerTicket: ns.pos.Ticket,
 			Symbol: ns.name, Side: ns.pos.Side, Volume: ns.pos.Volume, SL: sl, TP: tp})
 	}
+}
+
+// leaves is the signed position the plan leaves on the symbol when planSymbol drives cur to
+// target: target, or what is left where the change cannot be traded (a change below the
+// symbol's minimum volume, an open on a symbol that is not tradable).
+func (ns *netSymbol) leaves(cur, target float64) float64 {
+	switch {
+	case ns.rules.same(target, cur):
+		return cur
+	case target == 0:
+		return 0
+	case cur == 0 || sideOf(cur) != sideOf(target): // an open from flat, after a close
+		if !ns.spec.TradeAllowed {
+			return 0
+		}
+		return target
+	case roundToStep(math.Abs(math.Abs(target)-math.Abs(cur)), ns.rules.step) < ns.spec.MinLot:
+		return cur // adjust_below_min
+	case math.Abs(target) > math.Abs(cur) && !ns.spec.TradeAllowed:
+		return cur
+	}
+	return target
 }
 
 // leadShare is the oldest share on side (its master's stops and marker go to the net
