@@ -117,11 +117,11 @@ func (p *planner) carriedShares(syms map[string]*netSymbol) (fresh []broker.Posi
 				continue
 			}
 		}
-		// The event path plans the event's symbol as a whole: a missed copy on it is
-		// opened too, so that the net target never leaves out a master position.
-		if p.sc.all || (mapped && sym == p.sc.symbol) {
-			fresh = append(fresh, m)
-		}
+		// Every master position without a copy is a candidate, whatever the scope: the
+		// event path admits new copies as Plan does (oldest first, while max_open_copies
+		// allows), so that a slot goes to the same master position on either path; it
+		// plans the event's symbol only, as a whole (a missed copy on it is opened too).
+		fresh = append(fresh, m)
 	}
 	return fresh, carried
 }

@@ -165,3 +165,35 @@ func roundRatios(actions []Action) []Action {
 	}
 	return out
 }
+
+// TestNettingEventPathAdmitsAsPlan (found by the extended TestPlannerModel): a close frees
+// a max_open_copies slot; the event path gives it to the master position Plan gives it to
+// (the oldest waiting, here on another symbol), not to a younger one on the event's symbol.
+// Before, a lost write of the event's plan made the repair sell what the event had bought.
+func TestNettingEventPathAdmitsAsPlan(t *testing.T) {
+	in := twoSymbolInput(broker.Netting)
+	gbp := in.Follower.Symbols["GBPUSD"]
+	gbp.MinLot = 0.01
+	in.Follower.Symbols["GBPUSD"] = gbp
+	in.Link.Settings.Limits.MaxOpenCopies = 1
+	closed := mpos(501, "EURUSD", broker.Buy, 0.1, 30*time.Second)
+	in.Master.Positions = []broker.Position{closed, mpos(502, "GBPUSD", broker.Buy, 0.1, 20*time.Second), mpos(503, "EURUSD", broker.Buy, 0.2, 10*time.Second)}
+	in.Follower.Positions = []broker.Position{netPos(7001, broker.Buy, 0.1, 501)}
+	in.TicketMap = []TicketMapEntry{{LinkID: 1, MasterTicket: 501, FollowerTicket: 7001, Volume: 1}}
+	ev := PlanEvent(broker.Event{Kind: broker.Closed, Position: closed}, in)
+	in.Master.Positions = in.Master.Positions[1:]
+	full := Plan(in)
+	var onEUR []Action
+	for _, a := range full.Actions {
+		if a.Symbol == "EURUSD" {
+			a.MasterTicket = closed.Ticket // the event path names its master
+			onEUR = append(onEUR, a)
+		}
+	}
+	if got := kinds(ev); !reflect.DeepEqual(got, []ActionKind{Close}) || !reflect.DeepEqual(ev.Actions, onEUR) {
+		t.Fatalf("event path %v (skips %v)\nPlan on EURUSD %v; want the close of #7001 on both: 502 is older than 503 and takes the slot", ev.Actions, ev.Skipped, onEUR)
+	}
+	if !reflect.DeepEqual(skipReasons(ev), []SkipReason{SkipMaxOpenCopies}) {
+		t.Fatalf("event path skips %v; want 503's max_open_copies", ev.Skipped)
+	}
+}
