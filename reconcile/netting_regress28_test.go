@@ -19,13 +19,7 @@ import (
 func TestNettingUnknownRatioRecordedWithTheTrade(t *testing.T) {
 	in := testInput(broker.Netting)
 	in.Link.Settings.Sizing.Multiplier = 0.1
-	in.Master.Positions = []broker.Position{mpos(501, "EURUSD", broker.Buy, 0.05, time.Hour), mpos(502, "EURUSD", broker.Sell, 0.01, time.Minute)}
-	f := &follower{mode: broker.Netting, positions: []broker.Position{netPos(7001, broker.Buy, 0.02, 501)}}
-	f.ticketMap = []TicketMapEntry{
-		{LinkID: 1, MasterTicket: 501, FollowerTicket: 7001, Volume: 0.25},
-		{LinkID: 1, MasterTicket: 502, FollowerTicket: 7001}, // ratio unknown
-	}
-	in.Follower.Positions, in.TicketMap = slices.Clone(f.positions), slices.Clone(f.ticketMap)
+	f, load := unknownRatioState(&in, 0.05, 0.01, 0.02, 0.25)
 	res := Plan(in)
 	// 501 carries 0.0125 (0.01 on the step): the 0.02 position is reduced by 0.01, and 502
 	// shares the 0.0025 the remaining 0.01 holds beyond 501 (ratio 0.25).
@@ -35,10 +29,25 @@ func TestNettingUnknownRatioRecordedWithTheTrade(t *testing.T) {
 		t.Fatalf("plan 1: actions %v (tracking %v), track %v\nwant %v (tracking %v)", res.Actions, tracks(res), res.Track, want, want[0].Track)
 	}
 	f.execute(1, res, now())
-	in.Follower.Positions, in.TicketMap = slices.Clone(f.positions), slices.Clone(f.ticketMap)
+	load()
 	if res := Plan(in); !res.Converged() {
 		t.Fatalf("plan 2 after plan 1 applied: actions %v, track %v, untrack %v; want nothing to do", res.Actions, res.Track, res.Untrack)
 	}
+}
+
+// unknownRatioState is the state of defects 1 and 4: EURUSD masters 501 buy and 502 sell
+// (younger), the link's position #7001 buy (marked mc501) carrying 501 at ratio501 and 502
+// of unknown ratio. It returns the follower and a function that loads its state into in.
+func unknownRatioState(in *Input, buy501, sell502, position, ratio501 float64) (*follower, func()) {
+	in.Master.Positions = []broker.Position{mpos(501, "EURUSD", broker.Buy, buy501, time.Hour), mpos(502, "EURUSD", broker.Sell, sell502, time.Minute)}
+	f := &follower{mode: broker.Netting, positions: []broker.Position{netPos(7001, broker.Buy, position, 501)}}
+	f.ticketMap = []TicketMapEntry{
+		{LinkID: 1, MasterTicket: 501, FollowerTicket: 7001, Volume: ratio501},
+		{LinkID: 1, MasterTicket: 502, FollowerTicket: 7001}, // ratio unknown
+	}
+	load := func() { in.Follower.Positions, in.TicketMap = slices.Clone(f.positions), slices.Clone(f.ticketMap) }
+	load()
+	return f, load
 }
 
 // twoSymbolInput is testInput with GBPUSD on both accounts, the follower's at a 0.1 lot
@@ -117,13 +126,7 @@ func TestNettingLimitBelowStepSkips(t *testing.T) {
 func TestNettingLostWriteAfterForceMinKeepsPosition(t *testing.T) {
 	in := testInput(broker.Netting)
 	in.Link.Settings.Sizing = Sizing{Mode: SizeFixedLot, FixedLot: 0.01, MinLot: 0.02, ForceMin: true, AlignContractSize: true}
-	in.Master.Positions = []broker.Position{mpos(501, "EURUSD", broker.Buy, 0.03, time.Hour), mpos(502, "EURUSD", broker.Sell, 0.01, time.Minute)}
-	f := &follower{mode: broker.Netting, positions: []broker.Position{netPos(7001, broker.Buy, 0.01, 501)}}
-	f.ticketMap = []TicketMapEntry{
-		{LinkID: 1, MasterTicket: 501, FollowerTicket: 7001, Volume: 0.5},
-		{LinkID: 1, MasterTicket: 502, FollowerTicket: 7001}, // ratio unknown
-	}
-	in.Follower.Positions, in.TicketMap = slices.Clone(f.positions), slices.Clone(f.ticketMap)
+	f, load := unknownRatioState(&in, 0.03, 0.01, 0.01, 0.5)
 	res := Plan(in)
 	// 501 carries 0.015; 502 shares the 0.005 sell the 0.01 holds beyond it: net 0.01,
 	// raised to the 0.02 minimum.
@@ -131,7 +134,7 @@ func TestNettingLostWriteAfterForceMinKeepsPosition(t *testing.T) {
 		t.Fatalf("plan 1: %v; want open buy 0.01", res.Actions)
 	}
 	f.executeLost(res, now())
-	in.Follower.Positions, in.TicketMap = slices.Clone(f.positions), slices.Clone(f.ticketMap)
+	load()
 	if res := Plan(in); len(res.Actions) != 0 {
 		t.Fatalf("plan 2 after the lost write: %v (track %v); want no trade: the 0.02 position is the masters' net", res.Actions, res.Track)
 	}
