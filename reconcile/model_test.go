@@ -681,7 +681,27 @@ func (md *model) step(t *rapid.T) {
 		}
 		if len(own) > 0 {
 			md.stats.unknownRatios.Add(1)
-			md.f.ticketMap[own[rapid.IntRange(0, len(own)-1).Draw(t, "unknownRatio")]].Volume = 0
+			k := own[rapid.IntRange(0, len(own)-1).Draw(t, "unknownRatio")]
+			e := md.f.ticketMap[k]
+			md.f.ticketMap[k].Volume = 0
+			md.truth = slices.Clone(md.f.ticketMap) // no one knows the ratio
+			// README (netting followers): the engine takes the position as it is, so
+			// nothing is bought or sold to repair the map (the follower was converged; on
+			// a flat symbol sizing gives the ratio).
+			res := Plan(md.input(li, md.f.ticketMap))
+			held := md.nets(ml.link.Magic)
+			if slices.ContainsFunc(res.Actions, func(a Action) bool { return a.Kind != Modify && held[a.Symbol] != 0 }) {
+				t.Fatalf("link %d: the ratio of %v is unknown and the repair trades: %v\nfollower %+v\nmap %v\nmaster %+v",
+					ml.link.ID, e, res.Actions, md.f.positions, md.f.ticketMap, ml.master.Positions)
+			}
+			if rapid.Bool().Draw(t, "thenLost") {
+				// The repair's writes are lost too: the next repair ends where it would
+				// have with them.
+				md.stats.lost.Add(1)
+				md.apply(t, li, res, true, -1, false)
+				md.compareRepair(t, "lost writes of the plan after an entry of unknown ratio")
+				return
+			}
 		}
 	case 8: // the operator changes the link's settings
 		ml.link.Settings = genModelSettings(t)
