@@ -239,6 +239,9 @@ func (p *planner) adoptShares(ns *netSymbol, cur float64) {
 			adopt = append(adopt, i)
 		}
 	}
+	if len(adopt) == 0 {
+		return
+	}
 	at := cur
 	p.adoptAt(ns, adopt, at, ns.pos != nil)
 	for range adopt {
