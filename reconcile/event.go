@@ -12,7 +12,9 @@ import (
 // position, Closed removes it), then plans like Plan, limited to the event's master ticket
 // (on a netting follower: to the follower symbol it maps to, which is planned as a whole).
 // The rules are Plan's: an event never opens what a reconcile would close, and an event
-// replayed after the fact plans nothing new.
+// replayed after the fact plans nothing new. On a netting follower new copies are admitted
+// as Plan admits them, oldest first over every symbol while max_open_copies allows, so that
+// a slot a close frees goes to the same master position on either path.
 //
 // in.Master.Positions should be the master's positions before the event, as the engine
 // tracks them from the feed; an event for an account other than in.Master.Info.Login (when

@@ -9,7 +9,8 @@ type Limits struct {
 	// MaxLotsPerSymbol caps the follower lots of this link's copies on one follower symbol.
 	// On a hedging follower a new copy that would exceed it is reduced to the room left
 	// (skipped when that is below the minimum volume); on a netting follower it caps the
-	// net position.
+	// net position. Below the minimum (in whole lot steps) no copy fits: new master
+	// positions on the symbol are skipped, with or without force_min.
 	MaxLotsPerSymbol float64 `json:"max_lots_per_symbol,omitempty"`
 }
 

@@ -19,15 +19,18 @@ import (
 // and Untrack, UnknownOutcomeChanges after a timeout; a permanent rejection goes on with
 // the plan). Histories interleave master events (fast path and reconcile), partial closes,
 // user closes and partial closes on the follower, manual trades, comment overwrites,
-// settings changes, lost ticket map writes, unknown outcomes, rejected orders and opens
-// sent twice by a stale owner, on hedging and netting followers with one or two links.
+// settings changes, lost ticket map writes, unknown outcomes, rejected orders, opens sent
+// twice by a stale owner and map entries of unknown ratio (issue #28), on hedging and
+// netting followers with one or two links, on symbols of 0.01 or 0.1 lot steps.
 // Beside the engine's map the model keeps the true map: every change of every order that
 // executed, written or not (and the changes a plan makes without an order, when written).
 //
 // Checked against README.md: every plan (checkPlan: only the link's positions touched, lot
 // rules, one open per master, order independence), the sizing of every new copy
-// (readmeVolume), limits after every plan that opens, positions of no link untouched, the
-// reconcile after an event never undoing it, convergence, no duplicate copy (hedging), a
+// (readmeVolume, which skips a copy max_lots_per_symbol has no room for), limits after
+// every plan that opens, a max_open_copies skip only at the limit (checkOpenCopies),
+// positions of no link untouched, the reconcile after an event never undoing it, nothing
+// to do after applying a link's plan, convergence, no duplicate copy (hedging), a
 // netting position equal to the net of what its map entries carry (checkNet), and a
 // repair after a lost write or an unknown outcome ending where the repair from the true
 // map ends (compareRepair).
@@ -38,7 +41,7 @@ import (
 // modelStats counts what the histories did, so that a run shows it exercised the planner.
 type modelStats struct {
 	histories, steps, actions, lost, unknown, userClosedRepairs atomic.Int64
-	netting, rejected, resent, unmarked                         atomic.Int64
+	netting, rejected, resent, unmarked, unknownRatios          atomic.Int64
 }
 
 // mlink is one link of the model and its master account.
@@ -75,6 +78,9 @@ func genModel(t *rapid.T, stats *modelStats) *model {
 	for _, name := range modelSymbols {
 		spec := fx(name)
 		spec.MinLot = rapid.SampledFrom([]float64{0.01, 0.1}).Draw(t, "minLot "+name)
+		// A 0.1 step puts max_lots_per_symbol 0.05 below one step (issue #28).
+		spec.LotStep = rapid.SampledFrom([]float64{0.01, 0.01, 0.1}).Draw(t, "lotStep "+name)
+		spec.MinLot = math.Max(spec.MinLot, spec.LotStep)
 		spec.MaxLot = rapid.SampledFrom([]float64{1, 100}).Draw(t, "maxLot "+name)
 		md.specs[name] = spec
 	}
@@ -278,6 +284,7 @@ func (md *model) reconcile(t *rapid.T) {
 			checkPlan(t, in, res, Plan)
 			md.checkSizing(t, i, in, res)
 			if res.Converged() {
+				md.checkOpenCopies(t, i, in, res)
 				continue
 			}
 			busy = true
@@ -285,10 +292,57 @@ func (md *model) reconcile(t *rapid.T) {
 				t.Fatalf("link %d does not converge (round %d): %v\nfollower %+v\nmap %v", i+1, round, res, md.f.positions, tm())
 			}
 			md.apply(t, i, res, false, -1, false)
+			// Package doc: applying a plan and planning again yields nothing to do (only
+			// another link's close can give this one work: a symbol it frees).
+			if again := Plan(md.input(i, tm())); !again.Converged() {
+				t.Fatalf("link %d: planning again after applying %v (track %v, untrack %v) gives %v (track %v, untrack %v)\nfollower %+v\nmap %v\nbefore: follower %+v\nmap %v\nmaster %+v",
+					i+1, res.Actions, res.Track, res.Untrack, again.Actions, again.Track, again.Untrack, md.f.positions, tm(),
+					in.Follower.Positions, in.TicketMap, in.Master.Positions)
+			}
 		}
 		if !busy {
 			return
 		}
+	}
+}
+
+// checkOpenCopies (README, limits): a converged plan skips a master position for
+// max_open_copies only while the link holds that many copies: hedging, positions of its
+// magic; netting, master positions its positions carry (map entries pointing at one of
+// them or, flat, at 0, and the masters their markers name).
+func (md *model) checkOpenCopies(t *rapid.T, i int, in Input, res Result) {
+	l := md.links[i].link
+	if !slices.ContainsFunc(res.Skipped, func(s Skip) bool { return s.Reason == SkipMaxOpenCopies }) {
+		return
+	}
+	held := map[int64]bool{}
+	carried := map[int64]bool{}
+	for _, p := range in.Follower.Positions {
+		if p.Magic != l.Magic {
+			continue
+		}
+		held[p.Ticket] = true
+		if mt, ok := ParseMarker(p.Comment); ok {
+			carried[mt] = true
+		}
+	}
+	n := len(held)
+	if md.mode == broker.Netting {
+		for _, e := range in.TicketMap {
+			if e.LinkID == l.ID && (e.FollowerTicket == 0 || held[e.FollowerTicket]) {
+				carried[e.MasterTicket] = true
+			}
+		}
+		n = 0
+		for mt := range carried {
+			if _, open := findPos(in.Master.Positions, mt); open {
+				n++
+			}
+		}
+	}
+	if n < l.Settings.Limits.MaxOpenCopies {
+		t.Fatalf("link %d: skips %v with %d copies (limit %d)\nfollower %+v\nmap %v\nmaster %+v", l.ID, res.Skipped, n,
+			l.Settings.Limits.MaxOpenCopies, in.Follower.Positions, in.TicketMap, in.Master.Positions)
 	}
 }
 
@@ -346,7 +400,7 @@ func (md *model) checkNet(t *rapid.T, i int, name string) {
 		net += float64(side) * e.Volume * m.Volume
 	}
 	spec := md.specs[name]
-	lo, hi := math.Max(spec.MinLot, s.Sizing.MinLot), spec.MaxLot
+	lo, hi := minOnStep(spec, s), spec.MaxLot
 	if s.Sizing.MaxLot > 0 {
 		hi = math.Min(hi, s.Sizing.MaxLot)
 	}
@@ -525,7 +579,7 @@ func (md *model) eventPlan(t *rapid.T, li int) (Result, bool) {
 func (md *model) step(t *rapid.T) {
 	li := rapid.IntRange(0, len(md.links)-1).Draw(t, "link")
 	ml := md.links[li]
-	switch rapid.IntRange(0, 14).Draw(t, "step") {
+	switch rapid.IntRange(0, 15).Draw(t, "step") {
 	case 0, 1, 2: // a master event: the fast path, or missed and left to the reconcile
 		before := md.input(li, md.f.ticketMap)
 		ev, ok := md.masterEvent(t, li)
@@ -618,6 +672,37 @@ func (md *model) step(t *rapid.T) {
 			md.f.positions = append(md.f.positions, broker.Position{Ticket: md.f.newTicket(), Symbol: name, Side: broker.Sell,
 				Volume: md.specs[name].MinLot, OpenPrice: 1.1, Magic: 77, OpenTime: md.now})
 		}
+	case 15: // an entry of the engine's map has no ratio (written without one): unknown
+		var own []int
+		for k, e := range md.f.ticketMap {
+			if e.LinkID == ml.link.ID {
+				own = append(own, k)
+			}
+		}
+		if len(own) > 0 {
+			md.stats.unknownRatios.Add(1)
+			k := own[rapid.IntRange(0, len(own)-1).Draw(t, "unknownRatio")]
+			e := md.f.ticketMap[k]
+			md.f.ticketMap[k].Volume = 0
+			md.truth = slices.Clone(md.f.ticketMap) // no one knows the ratio
+			// README (netting followers): the engine takes the position as it is, so
+			// nothing is bought or sold to repair the map (the follower was converged; on
+			// a flat symbol sizing gives the ratio).
+			res := Plan(md.input(li, md.f.ticketMap))
+			held := md.nets(ml.link.Magic)
+			if slices.ContainsFunc(res.Actions, func(a Action) bool { return a.Kind != Modify && held[a.Symbol] != 0 }) {
+				t.Fatalf("link %d: the ratio of %v is unknown and the repair trades: %v\nfollower %+v\nmap %v\nmaster %+v",
+					ml.link.ID, e, res.Actions, md.f.positions, md.f.ticketMap, ml.master.Positions)
+			}
+			if rapid.Bool().Draw(t, "thenLost") {
+				// The repair's writes are lost too: the next repair ends where it would
+				// have with them.
+				md.stats.lost.Add(1)
+				md.apply(t, li, res, true, -1, false)
+				md.compareRepair(t, "lost writes of the plan after an entry of unknown ratio")
+				return
+			}
+		}
 	case 8: // the operator changes the link's settings
 		ml.link.Settings = genModelSettings(t)
 	case 9: // time passes; equity moves
@@ -647,8 +732,8 @@ func TestPlannerModel(t *testing.T) {
 			md.check(t)
 		}
 	})
-	t.Logf("%d histories (%d netting), %d steps, %d orders planned, %d lost-write steps, %d unknown outcomes, %d rejected orders, %d opens sent twice, %d repairs explained by user closes, %d repairs of unmarked positions not compared",
-		stats.histories.Load(), stats.netting.Load(), stats.steps.Load(), stats.actions.Load(), stats.lost.Load(), stats.unknown.Load(),
+	t.Logf("%d histories (%d netting), %d steps, %d orders planned, %d lost-write steps, %d unknown outcomes, %d entries made of unknown ratio, %d rejected orders, %d opens sent twice, %d repairs explained by user closes, %d repairs of unmarked positions not compared",
+		stats.histories.Load(), stats.netting.Load(), stats.steps.Load(), stats.actions.Load(), stats.lost.Load(), stats.unknown.Load(), stats.unknownRatios.Load(),
 		stats.rejected.Load(), stats.resent.Load(), stats.userClosedRepairs.Load(), stats.unmarked.Load())
 }
 
@@ -700,7 +785,7 @@ func (md *model) readmeVolume(s Settings, m broker.Position, master broker.Accou
 	if s.Sizing.MaxLot > 0 {
 		hi = math.Min(hi, s.Sizing.MaxLot)
 	}
-	lo := math.Max(spec.MinLot, s.Sizing.MinLot) // both on the model's 0.01 step
+	lo := minOnStep(spec, s)
 	v = RoundDownToStep(math.Min(v, hi), spec.LotStep)
 	if v < lo {
 		if !s.Sizing.ForceMin {
@@ -708,7 +793,19 @@ func (md *model) readmeVolume(s Settings, m broker.Position, master broker.Accou
 		}
 		v = lo
 	}
+	// README, limits: when max_lots_per_symbol is below the minimum the copy is skipped
+	// (whatever force_min says); the limit counts in whole lot steps.
+	if l := s.Limits.MaxLotsPerSymbol; l > 0 && RoundDownToStep(l, spec.LotStep) < lo {
+		return 0, false
+	}
 	return v, true
+}
+
+// minOnStep is the smallest volume of a copy on spec: the larger of the symbol's minimum
+// and min_lot, on the lot step (0.05 on a 0.1 step is 0.1).
+func minOnStep(spec broker.SymbolSpec, s Settings) float64 {
+	lo := math.Max(spec.MinLot, s.Sizing.MinLot)
+	return lots(math.Ceil(lo/spec.LotStep-1e-9) * spec.LotStep)
 }
 
 // checkSizing: every new copy a plan makes has the README's volume (hedging: an open,

@@ -117,11 +117,11 @@ func (p *planner) carriedShares(syms map[string]*netSymbol) (fresh []broker.Posi
 				continue
 			}
 		}
-		// The event path plans the event's symbol as a whole: a missed copy on it is
-		// opened too, so that the net target never leaves out a master position.
-		if p.sc.all || (mapped && sym == p.sc.symbol) {
-			fresh = append(fresh, m)
-		}
+		// Every master position without a copy is a candidate, whatever the scope: the
+		// event path admits new copies as Plan does (oldest first, while max_open_copies
+		// allows), so that a slot goes to the same master position on either path; it
+		// plans the event's symbol only, as a whole (a missed copy on it is opened too).
+		fresh = append(fresh, m)
 	}
 	return fresh, carried
 }
@@ -147,6 +147,13 @@ func (p *planner) admitShares(syms map[string]*netSymbol, fresh []broker.Positio
 		if l := p.s.Limits.MaxOpenCopies; l > 0 && carried >= l {
 			p.skip(Skip{MasterTicket: m.Ticket, Symbol: m.Symbol, Reason: SkipMaxOpenCopies,
 				Detail: fmt.Sprintf("%d master positions copied, limit %d", carried, l)})
+			continue
+		}
+		// Checked before the share is counted: a skipped master takes no slot of
+		// max_open_copies (as on hedging), and Plan and PlanEvent agree.
+		if _, fits := p.netCap(c.rules); !fits {
+			p.skip(Skip{MasterTicket: m.Ticket, Symbol: m.Symbol, Reason: SkipMaxLotsPerSymbol,
+				Detail: fmt.Sprintf("%s: limit %v is below the minimum %v", c.symbol, p.s.Limits.MaxLotsPerSymbol, c.rules.min)})
 			continue
 		}
 		// max_lots_per_symbol caps the net position (netTarget), not each share: a cap
@@ -219,48 +226,78 @@ func liveEntry(es []TicketMapEntry, ns *netSymbol, mt int64) (TicketMapEntry, bo
 }
 
 // adoptShares sets the ratios of the shares whose ratio is unknown (a lost or unknown
-// ticket map write). The position as it is stays as it is, as on hedging: when every such
-// share is on the side of what the position holds beyond the known shares, they split that
-// remainder in proportion to what sizing gives them now (equally when sizing fails). Else,
-// and on a flat net, sizing gives the ratio. A ratio that stays 0 is not tracked.
-func (p *planner) adoptShares(ns *netSymbol) {
-	var known, weighted float64
+// ticket map write) so that nothing is bought or sold to repair the map: they are adopted
+// against the position as it is (cur, signed). Where the net still asks for a trade, a share
+// left at 0 would be adopted by the next plan against the position the trade leaves: it is
+// adopted against that position now, until the position it is adopted against is the one
+// the plan leaves, so that applying the plan and planning again yields nothing to do. Each
+// round gives at least one share a ratio, or ends.
+func (p *planner) adoptShares(ns *netSymbol, cur float64) {
 	var adopt []int
 	for i, s := range ns.shares {
 		if s.adopt {
 			adopt = append(adopt, i)
-		} else {
-			known += s.volume()
 		}
 	}
 	if len(adopt) == 0 {
 		return
 	}
-	sized := make([]float64, len(adopt))
-	for k, i := range adopt {
+	at := cur
+	p.adoptAt(ns, adopt, at, ns.pos != nil)
+	for range adopt {
+		after := ns.leaves(cur, p.netTarget(ns.shares, ns.rules))
+		left := slices.DeleteFunc(slices.Clone(adopt), func(i int) bool { return positive(ns.shares[i].ratio) })
+		if ns.rules.same(after, at) || len(left) == 0 {
+			return
+		}
+		at = after
+		p.adoptAt(ns, left, at, at != 0)
+	}
+}
+
+// adoptAt sets the ratios of the shares at indexes idx (of unknown ratio) against a position
+// of at lots (signed; held false: the link is flat). Held, the shares on the side of what the
+// position holds beyond the other shares split that remainder in proportion to what sizing
+// gives them now (equally when sizing fails for one of them), and the others (on the other
+// side, or when nothing remains) hold nothing of it: ratio 0, as on hedging the position as
+// it is stays as it is. Flat, sizing gives the ratio. A ratio that stays 0 is not tracked.
+func (p *planner) adoptAt(ns *netSymbol, idx []int, at float64, held bool) {
+	sized := make([]float64, len(idx))
+	for k, i := range idx {
 		sized[k] = p.sizedRatio(ns.shares[i].m, ns.shares[i].side, ns.name)
 	}
-	if ns.pos != nil {
-		rest := float64(ns.pos.Side)*ns.pos.Volume - known
-		oneSide, allSized := math.Abs(rest) > stepEpsilon, true
-		for k, i := range adopt {
-			s := ns.shares[i]
-			oneSide = oneSide && s.side == sideOf(rest) && positive(s.m.Volume)
-			allSized = allSized && sized[k] > 0
+	if held {
+		rest := at
+		for i, s := range ns.shares {
+			if !slices.Contains(idx, i) {
+				rest -= s.volume()
+			}
 		}
-		if oneSide {
-			for k, i := range adopt {
-				if !allSized {
-					sized[k] = 1
-				}
+		on := make([]bool, len(idx))
+		allSized := true
+		for k, i := range idx {
+			s := ns.shares[i]
+			on[k] = math.Abs(rest) > stepEpsilon && s.side == sideOf(rest) && positive(s.m.Volume)
+			allSized = allSized && (!on[k] || sized[k] > 0)
+		}
+		var weighted float64
+		for k, i := range idx {
+			if on[k] && !allSized {
+				sized[k] = 1
+			}
+			if on[k] {
 				weighted += sized[k] * ns.shares[i].m.Volume
 			}
-			for k := range sized {
+		}
+		for k := range sized {
+			if on[k] {
 				sized[k] *= math.Abs(rest) / weighted
+			} else {
+				sized[k] = 0
 			}
 		}
 	}
-	for k, i := range adopt {
+	for k, i := range idx {
 		ns.shares[i].ratio = sized[k]
 	}
 }

@@ -37,26 +37,8 @@ func (p *planner) planSymbol(ns *netSymbol) {
 	}
 
 	ns.spec, ns.rules = spec, rules
-	p.adoptShares(ns)
-	target, limited := p.netTarget(ns.shares, rules)
-	if limited {
-		// No copy fits under the limit: new master positions are skipped, as on hedging,
-		// and not tracked (they are evaluated again while inside the opening window).
-		ns.shares = slices.DeleteFunc(ns.shares, func(s share) bool {
-			if s.fresh && !s.adopt {
-				p.skip(Skip{MasterTicket: s.m.Ticket, Symbol: s.m.Symbol, Reason: SkipMaxLotsPerSymbol,
-					Detail: fmt.Sprintf("%s: limit %v is below the minimum %v", ns.name, p.s.Limits.MaxLotsPerSymbol, rules.min)})
-				return true
-			}
-			return false
-		})
-		if len(ns.shares) == 0 {
-			if ns.pos != nil {
-				p.act(closeAction(*ns.pos, p.eventTicket(), ReasonNetTarget))
-			}
-			return
-		}
-	}
+	p.adoptShares(ns, cur)
+	target := p.netTarget(ns.shares, rules)
 	// A share of unknown ratio that sizing cannot give one is left out of the map (it
 	// would be tracked as unknown again on every plan) and adds nothing to the net.
 	ns.track = ns.track[:0]
@@ -111,28 +93,33 @@ func (p *planner) planSymbol(ns *netSymbol) {
 // netTarget is the signed net of the shares: rounded toward zero to the step, capped at the
 // maximum (and max_lots_per_symbol), and 0 below the minimum unless force_min is set.
 // force_min never lifts the target above max_lots_per_symbol: when the limit is below the
-// minimum the target is 0 and limited is true (hedging skips such a copy the same way).
-func (p *planner) netTarget(shares []share, rules lotRules) (target float64, limited bool) {
+// minimum no position fits and the target is 0 (admitShares skips new master positions
+// there, as hedging skips such a copy).
+func (p *planner) netTarget(shares []share, rules lotRules) float64 {
+	capAt, fits := p.netCap(rules)
+	if !fits {
+		return 0
+	}
 	n := netOf(shares)
-	sign := float64(sideOf(n))
-	v := RoundDownToStep(math.Abs(n), rules.step)
-	capAt := rules.max
-	if l := p.s.Limits.MaxLotsPerSymbol; l > 0 {
-		capAt = math.Min(capAt, RoundDownToStep(l, rules.step))
-	}
-	if v > capAt {
-		v = capAt
-	}
+	v := math.Min(RoundDownToStep(math.Abs(n), rules.step), capAt)
 	if v < rules.min {
 		if !p.s.Sizing.ForceMin || v == 0 {
-			return 0, false
-		}
-		if rules.min > capAt {
-			return 0, true
+			return 0
 		}
 		v = rules.min
 	}
-	return sign * v, false
+	return float64(sideOf(n)) * v
+}
+
+// netCap is the most a position of the link may hold on a symbol with rules: the maximum,
+// lowered to max_lots_per_symbol (rounded down to the step). fits is false when that is
+// below the minimum: no position fits under the limit, whatever force_min says.
+func (p *planner) netCap(rules lotRules) (capAt float64, fits bool) {
+	capAt = rules.max
+	if l := p.s.Limits.MaxLotsPerSymbol; l > 0 {
+		capAt = math.Min(capAt, RoundDownToStep(l, rules.step))
+	}
+	return capAt, capAt >= rules.min
 }
 
 // netOpen opens (from flat: cur 0) or adds to the symbol's position to reach the signed
@@ -169,9 +156,21 @@ func (p *planner) netOpen(ns *netSymbol, by share, cur, target float64) {
 	if by.fresh && cur == 0 {
 		reason = ReasonCopyMissing
 	}
+	track := ns.track
+	if cur == 0 && ns.pos != nil {
+		// The position was closed to open the other side: the shares of unknown ratio
+		// that hold none of it move to the new position too (ratio still unknown), or
+		// their entries would point at the closed one, as if the user had closed it.
+		track = slices.Clone(track)
+		for _, s := range ns.shares {
+			if s.adopt && !positive(s.ratio) {
+				track = append(track, Tracked{MasterTicket: s.m.Ticket})
+			}
+		}
+	}
 	p.act(Action{Kind: Open, Reason: reason, MasterTicket: by.m.Ticket, FollowerTicket: onTicket,
 		Symbol: ns.name, Side: side, Volume: volume, SL: sl, TP: tp,
-		Magic: p.in.Link.Magic, Comment: Marker(by.m.Ticket), Price: price, Track: ns.track})
+		Magic: p.in.Link.Magic, Comment: Marker(by.m.Ticket), Price: price, Track: track})
 }
 
 // trackFresh tracks the new, adopted and stale shares at the position (0: flat) that
@@ -197,6 +196,28 @@ func (p *planner) fixNetStops(ns *netSymbol, spec broker.SymbolSpec, lead share,
 		p.act(Action{Kind: Modify, Reason: ReasonStops, MasterTicket: lead.m.Ticket, FollowerTicket: ns.pos.Ticket,
 			Symbol: ns.name, Side: ns.pos.Side, Volume: ns.pos.Volume, SL: sl, TP: tp})
 	}
+}
+
+// leaves is the signed position the plan leaves on the symbol when planSymbol drives cur to
+// target: target, or what is left where the change cannot be traded (a change below the
+// symbol's minimum volume, an open on a symbol that is not tradable).
+func (ns *netSymbol) leaves(cur, target float64) float64 {
+	switch {
+	case ns.rules.same(target, cur):
+		return cur
+	case target == 0:
+		return 0
+	case cur == 0 || sideOf(cur) != sideOf(target): // an open from flat, after a close
+		if !ns.spec.TradeAllowed {
+			return 0
+		}
+		return target
+	case roundToStep(math.Abs(math.Abs(target)-math.Abs(cur)), ns.rules.step) < ns.spec.MinLot:
+		return cur // adjust_below_min
+	case math.Abs(target) > math.Abs(cur) && !ns.spec.TradeAllowed:
+		return cur
+	}
+	return target
 }
 
 // leadShare is the oldest share on side (its master's stops and marker go to the net
