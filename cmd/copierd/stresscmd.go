@@ -70,6 +70,9 @@ func runStress(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&o.Broker, "broker", "bridge", `how the nodes reach the simulator: "bridge" or "fix" (FIX 4.4 through the simulator's FIX front)`)
 	fs.BoolVar(&o.Progress, "progress", true, "draw a progress bar")
 	fs.StringVar(&o.NodeLogLevel, "node-log-level", d.NodeLogLevel, "nodes' --log-level")
+	fs.BoolVar(&o.FindRate, "find-rate", false, "ramp the load in steps (×1.5 from --rate) until the copies' p99 passes --find-rate-target, and report the knee: orders/s and CPU per order of every process (needs --faults none)")
+	fs.DurationVar(&o.FindRateStep, "find-rate-step", d.FindRateStep, "length of one step of --find-rate")
+	fs.DurationVar(&o.FindRateTarget, "find-rate-target", d.FindRateTarget, "p99 copy latency a --find-rate step must stay within")
 	fs.BoolVar(&o.TraceCopies, "trace-copies", d.TraceCopies, "have every node record each order's stages (--trace-copies on the nodes) for the report's stage accounting")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code

@@ -129,6 +129,12 @@ type Options struct {
 	Progress bool
 	// NodeLogLevel is the nodes' --log-level (default info).
 	NodeLogLevel string
+	// FindRate ramps the load instead of trading at Rate for Duration: steps of
+	// FindRateStep at rates rising ×1.5 from Rate, until the copies' p99 is above
+	// FindRateTarget; the report gives the knee (findrate.go). Faults must be none.
+	FindRate       bool
+	FindRateStep   time.Duration // default 20 s
+	FindRateTarget time.Duration // default 250 ms
 	// TraceCopies has every node record each order's stages (copierd run --trace-copies)
 	// for the report's stage accounting (default true).
 	TraceCopies bool
@@ -143,6 +149,7 @@ func DefaultOptions() Options {
 		Faults: AllFaults(), FaultEvery: 10 * time.Second,
 		Converge: 90 * time.Second, FailoverSlack: 5 * time.Second,
 		Seed: 1, Progress: true, NodeLogLevel: "info", TraceCopies: true,
+		FindRateStep: 20 * time.Second, FindRateTarget: 250 * time.Millisecond,
 	}
 }
 
@@ -161,6 +168,10 @@ func (o *Options) Validate() error {
 		return bad("an output directory is required")
 	case o.Masters < 1 || o.Masters > 10_000:
 		return bad("masters %d: want 1 to 10000", o.Masters)
+	case o.FindRate && len(o.Faults) > 0:
+		return bad("find-rate measures a fault-free cluster: use --faults none")
+	case o.FindRate && (o.FindRateStep < 5*time.Second || o.FindRateTarget <= 0):
+		return bad("find-rate: step %v (want ≥ 5s) and target %v (want > 0)", o.FindRateStep, o.FindRateTarget)
 	case o.Followers < 1 || o.Followers > 100_000:
 		return bad("followers %d: want 1 to 100000", o.Followers)
 	case o.Nodes < 1 || o.Nodes > 64:

@@ -39,6 +39,8 @@ type Report struct {
 	// Scale is the scale scenario's membership changes (nil in the faults scenario).
 	Scale   *ScaleResult  `json:"scale,omitempty"`
 	Latency LatencyResult `json:"copy_latency"`
+	// FindRate is the ramp of Options.FindRate and its knee.
+	FindRate *FindRateResult `json:"find_rate,omitempty"`
 	// Stages splits the copy latency by stage (nil when the nodes did not trace).
 	Stages      *StageResult `json:"stages,omitempty"`
 	StaleWrites StaleSummary `json:"stale_writes"`
@@ -209,6 +211,7 @@ func (r *run) report(f finalState, exits map[string]nodeExit, loadDur time.Durat
 	for i, c := range copies {
 		rep.latencies[i] = c.latency()
 	}
+	rep.FindRate = r.rateSteps
 	if o.TraceCopies {
 		records, dropped, errs := r.readTraces()
 		st := StageAccounting(copies, records, dropped)
@@ -453,6 +456,12 @@ func (rep Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "\nload: %d master events (%d opens, %d SL/TP changes, %d partial closes, %d closes); orders by nodes %d (%d executed, %d rejected, %d fenced)\n",
 		rep.Load.MasterEvents, rep.Load.Opens, rep.Load.Modifies, rep.Load.PartialCloses, rep.Load.Closes,
 		rep.Orders.Nodes, rep.Orders.Executed, rep.Orders.Rejected, rep.Orders.FencedToken)
+	if rep.FindRate != nil {
+		fmt.Fprintln(w)
+		for _, l := range rep.FindRate.summary() {
+			fmt.Fprintln(w, l)
+		}
+	}
 	if rep.Stages != nil {
 		fmt.Fprintln(w)
 		for _, l := range rep.Stages.summary() {

@@ -94,8 +94,9 @@ type run struct {
 	samplesMu sync.Mutex
 	samples   []ownershipSample
 
-	ordersSeen atomic.Int64 // follower orders seen by the progress reader
-	lastSeq    int64        // progress reader only
+	rateSteps  *FindRateResult // find-rate's ramp, once it ended
+	ordersSeen atomic.Int64    // follower orders seen by the progress reader
+	lastSeq    int64           // progress reader only
 	httpClient *http.Client
 }
 
@@ -216,10 +217,17 @@ func (r *run) execute(ctx context.Context) (Report, error) {
 	loadDone := make(chan struct{})
 	go func() {
 		defer close(loadDone)
+		if o.FindRate {
+			fr := r.findRate(loadCtx)
+			r.rateSteps = &fr
+			return
+		}
 		r.gen.Run(loadCtx, o.Rate)
 	}()
 	faultsDone := make(chan struct{})
-	if o.Scenario == ScenarioScale {
+	if o.FindRate {
+		close(faultsDone) // no faults; the ramp ends the load
+	} else if o.Scenario == ScenarioScale {
 		go func() {
 			defer close(faultsDone)
 			r.runScale(ctx)
@@ -235,9 +243,13 @@ func (r *run) execute(ctx context.Context) (Report, error) {
 		}()
 	}
 	endOfLoad := time.NewTimer(o.Duration)
+	if o.FindRate {
+		endOfLoad.Stop()
+	}
 	select {
 	case <-ctx.Done():
 	case <-endOfLoad.C:
+	case <-loadDone: // the ramp ended (find-rate)
 	}
 	endOfLoad.Stop()
 	if ctx.Err() == nil {
