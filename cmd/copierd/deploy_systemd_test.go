@@ -114,4 +114,3 @@ func runFlagNames(t *testing.T) map[string]bool {
 	}
 	return names
 }
-
