@@ -223,6 +223,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	defer pool.Close()
+	web.pool.Store(pool)
 	// The lease cycle has a pool of its own with a connection kept open, so that console,
 	// status and account traffic cannot take every connection from it.
 	leaseCfg, err := store.ParseConfig(f.dbURL, store.Options{ApplicationName: "copierd-lease", MaxConns: 2})

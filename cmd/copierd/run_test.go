@@ -516,7 +516,7 @@ func TestDemoRefusesANonEmptyDatabase(t *testing.T) {
 // the standard Go and process collectors beside the engine's.
 func TestMetricsWithoutNodes(t *testing.T) {
 	rec := httptest.NewRecorder()
-	metricsHandler(func() []*actors.Node { return nil }).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	metricsHandler(func() []*actors.Node { return nil }, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
