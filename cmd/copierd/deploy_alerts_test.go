@@ -3,6 +3,8 @@ package main
 import (
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -20,6 +22,21 @@ func TestAlertRules(t *testing.T) {
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("promtool %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// TestAlertsAreDocumented: every alert has a section of its name in docs/operating.md
+// (the rules carry a summary only; the meaning and the remedy are there).
+func TestAlertsAreDocumented(t *testing.T) {
+	doc := readRepoFile(t, "docs/operating.md")
+	names := regexp.MustCompile(`(?m)^\s+- alert: (\S+)$`).FindAllStringSubmatch(readRepoFile(t, "deploy/prometheus/copierd-alerts.yml"), -1)
+	if len(names) == 0 {
+		t.Fatal("no alerts found")
+	}
+	for _, m := range names {
+		if !strings.Contains(doc, "\n### "+m[1]+"\n") {
+			t.Errorf("docs/operating.md has no section ### %s", m[1])
 		}
 	}
 }
