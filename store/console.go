@@ -266,6 +266,19 @@ func ClusterLeases(ctx context.Context, pool *pgxpool.Pool) ([]NodeLeases, Accou
 	return nodes, tot, nil
 }
 
+// UnownedFollowers counts the platform's enabled followers without a live lease (free, or
+// their lease ran out): nobody copies to them. A failover leaves some for up to one lease;
+// more for longer means the platform lacks capacity or its nodes fail their cycles.
+func UnownedFollowers(ctx context.Context, pool *pgxpool.Pool, platform string) (int, error) {
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM trading_accounts
+		WHERE platform = $1 AND role = 'follower' AND enabled
+		  AND (node_id IS NULL OR lease_until IS NULL OR lease_until <= now())`, platform).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: unowned followers of %s: %w", platform, err)
+	}
+	return n, nil
+}
+
 // CountOwnedBy returns how many accounts name node as their owner.
 func CountOwnedBy(ctx context.Context, pool *pgxpool.Pool, node string) (int, error) {
 	var n int

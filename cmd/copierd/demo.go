@@ -280,6 +280,7 @@ func (d *demo) run(ctx context.Context) (code int) {
 	defer quotes.Close()
 	d.gen = activity.New(activity.Config{Control: d.sim, Quotes: quotes, Masters: d.masterLogins(), Seed: d.f.seed, Comment: "demo", Logger: d.log})
 	web := &statusHTTP{title: "copierd demo", nodes: func() []*actors.Node { return d.nodes }, summary: d.summary}
+	web.pool.Store(d.pool)
 	httpCtx, stopHTTP := context.WithCancel(context.Background())
 	httpDone := make(chan struct{})
 	if listener != nil {

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/actors"
@@ -38,6 +39,8 @@ type statusHTTP struct {
 	summary func() string
 	// title heads the status page.
 	title string
+	// pool, once stored, is the database /metrics counts unowned followers in.
+	pool atomic.Pointer[pgxpool.Pool]
 	// stopping makes /readyz answer 503 while the process shuts down.
 	stopping atomic.Bool
 }
@@ -58,7 +61,7 @@ func (s *statusHTTP) handler() http.Handler {
 		}
 		_, _ = io.WriteString(w, "ready\n")
 	})
-	mux.Handle("GET /metrics", metricsHandler(s.nodes))
+	mux.Handle("GET /metrics", metricsHandler(s.nodes, s.pool.Load))
 	mux.HandleFunc("GET /status", s.statusPage)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if c := s.console.Load(); c != nil {

@@ -1,11 +1,12 @@
 // Command copierd is the copier's node process and its tools, one binary with subcommands:
 //
-//	copierd run       run a node: claim follower accounts, copy their masters' trades
-//	copierd migrate   apply the database migrations
-//	copierd sim       serve a simulated trade server over the bridge protocol
-//	copierd demo      run a whole copier on this machine and show it working
-//	copierd stress    run real node processes under load and faults, and give a verdict
-//	copierd help      list subcommands; copierd CMD -h documents every flag
+//	copierd run          run a node: claim follower accounts, copy their masters' trades
+//	copierd migrate      apply the database migrations
+//	copierd sim          serve a simulated trade server over the bridge protocol
+//	copierd demo         run a whole copier on this machine and show it working
+//	copierd stress       run real node processes under load and faults, and give a verdict
+//	copierd healthcheck  ask this machine's node for /healthz (a container's HEALTHCHECK)
+//	copierd help         list subcommands; copierd CMD -h documents every flag
 //
 // Every flag has an environment equivalent (COPIER_ plus the flag name in upper case with
 // dashes as underscores, e.g. --database-url → COPIER_DATABASE_URL); a flag given on the
@@ -43,6 +44,7 @@ func commands() []command {
 		{"sim", "serve a simulated trade server over the bridge protocol", runSim},
 		{"demo", "run masters, followers, nodes and a simulator on this machine", runDemo},
 		{"stress", "run real node processes under load and faults, and give a verdict", runStress},
+		{"healthcheck", "ask this machine's node for /healthz (a container's HEALTHCHECK)", runHealthcheck},
 	}
 }
 
@@ -77,7 +79,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'copierd COMMAND -h' for the flags of a command. Every flag can also be set")

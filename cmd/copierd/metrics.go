@@ -1,25 +1,33 @@
 package main
 
 import (
+	"context"
 	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/store"
 )
 
 // metricsHandler serves /metrics through the Prometheus client: the standard Go and
 // process collectors, and a collector that reads the engine's own counters and gauges of
 // every node the process runs at scrape time (the engine keeps atomics; nothing is
 // registered per node, so nodes may come and go).
-func metricsHandler(nodes func() []*actors.Node) http.Handler {
+//
+// pool, when it returns one, answers copier_unowned_followers at scrape time (bounded by
+// scrapeQueryTimeout; a failed query leaves the family out and the rest is served).
+func metricsHandler(nodes func() []*actors.Node, pool func() *pgxpool.Pool) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newEngineCollector(nodes),
+		newEngineCollector(nodes, pool),
 	)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
@@ -28,6 +36,8 @@ func metricsHandler(nodes func() []*actors.Node) http.Handler {
 // series but copier_nodes carries the node's id in the label node.
 type engineCollector struct {
 	nodes    func() []*actors.Node
+	pool     func() *pgxpool.Pool
+	unowned  *prometheus.Desc
 	counters []counterFamily
 	gauges   map[string]*prometheus.Desc
 	latency  *prometheus.Desc
@@ -57,8 +67,14 @@ var gaugeHelp = []struct{ name, help, label string }{
 	{"copier_release_listener_up", "1 when the node receives release notifications now, else 0 (claims follow the interval).", ""},
 }
 
-func newEngineCollector(nodes func() []*actors.Node) *engineCollector {
-	c := &engineCollector{nodes: nodes, gauges: map[string]*prometheus.Desc{}}
+// scrapeQueryTimeout bounds the database query of a scrape.
+const scrapeQueryTimeout = 2 * time.Second
+
+func newEngineCollector(nodes func() []*actors.Node, pool func() *pgxpool.Pool) *engineCollector {
+	c := &engineCollector{nodes: nodes, pool: pool, gauges: map[string]*prometheus.Desc{}}
+	c.unowned = prometheus.NewDesc("copier_unowned_followers",
+		"Enabled followers of the node's platform without a live lease (nobody copies to them), counted by the database at scrape time.",
+		[]string{"node", "platform"}, nil)
 	for _, d := range counterDefs() {
 		labels := []string{"node"}
 		if d.label != "" {
@@ -97,6 +113,7 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.part
 	ch <- c.slippage
 	ch <- c.cycle
+	ch <- c.unowned
 }
 
 // Collect reads every node once.
@@ -146,6 +163,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 			slBuckets[le] = uint64(sl.Counts[i])
 		}
 		ch <- prometheus.MustNewConstHistogram(c.slippage, uint64(sl.Count), sl.Sum, slBuckets, id)
+		c.collectUnowned(ch, id, cfg.Platform)
 	}
 }
 
@@ -156,4 +174,24 @@ func constHistogram(desc *prometheus.Desc, h actors.Histogram, labels ...string)
 		buckets[le] = uint64(h.Counts[i])
 	}
 	return prometheus.MustNewConstHistogram(desc, uint64(h.Count), h.Sum, buckets, labels...)
+}
+
+// collectUnowned sends copier_unowned_followers of a node's platform, or an invalid
+// metric (the scrape goes on without it) when the database does not answer in time.
+func (c *engineCollector) collectUnowned(ch chan<- prometheus.Metric, id, platform string) {
+	var pool *pgxpool.Pool
+	if c.pool != nil {
+		pool = c.pool()
+	}
+	if pool == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeQueryTimeout)
+	defer cancel()
+	n, err := store.UnownedFollowers(ctx, pool, platform)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.unowned, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.unowned, prometheus.GaugeValue, float64(n), id, platform)
 }

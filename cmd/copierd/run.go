@@ -24,6 +24,7 @@ import (
 	"github.com/snapcopier/copier/broker/fix"
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/internal/copytrace"
+	"github.com/snapcopier/copier/internal/sdnotify"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/store"
 )
@@ -83,7 +84,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Minute, "reconcile every account this often to repair drift (negative: never)")
 	fs.DurationVar(&f.equityEvery, "equity-every", 5*time.Second, "read the equity of followers with a stop-out limit this often")
 	fs.DurationVar(&f.orderTimeout, "order-timeout", 10*time.Second, "deadline of one broker call")
-	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", leasekeeper.DefaultShutdownTimeout, "how long a clean shutdown may take (systemd's TimeoutStopSec and Kubernetes' terminationGracePeriodSeconds must exceed it)")
 	fs.IntVar(&f.maxHandOffs, "max-handoffs", 500, "most accounts handed back per lease cycle when this node holds more than its fair share of the platform (negative: no fair share; claim up to --capacity and keep it)")
 	fs.BoolVar(&f.noListen, "no-listen", false, "do not LISTEN for other nodes' lease releases (behind a pooler in transaction mode): released accounts are then claimed at the interval's pace")
 	fs.BoolVar(&f.migrate, "migrate", true, "apply the database migrations at start (safe with many nodes); false only checks the connection")
@@ -174,6 +175,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageErr(err)
 	}
 	log = log.With().Str("node", cfg.NodeID).Logger()
+	// Under systemd (Type=notify): READY after the first successful lease cycle, the
+	// watchdog fed by successful cycles only.
+	notifier, err := sdnotify.Open(sdnotify.FromOS())
+	if err == nil {
+		err = checkWatchdog(notifier.Watchdog(), timing)
+	}
+	if err != nil {
+		return usageErr(err)
+	}
+	defer notifier.Close()
+	sd := &systemdReporter{n: notifier, log: log}
 	log.Info().Str("platform", cfg.Platform).Int("capacity", cfg.Capacity).Str("broker", bk.String()).
 		Str("db_host", pgcfg.ConnConfig.Host).Uint16("db_port", pgcfg.ConnConfig.Port).Str("db_name", pgcfg.ConnConfig.Database).
 		Msg("starting")
@@ -223,6 +235,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	defer pool.Close()
+	web.pool.Store(pool)
 	// The lease cycle has a pool of its own with a connection kept open, so that console,
 	// status and account traffic cannot take every connection from it.
 	leaseCfg, err := store.ParseConfig(f.dbURL, store.Options{ApplicationName: "copierd-lease", MaxConns: 2})
@@ -236,6 +249,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	defer leasePool.Close()
+	sd.send("STATUS=waiting for the database")
 	if err := waitForDatabase(ctx, log, pool, f.migrate); err != nil {
 		if ctx.Err() != nil {
 			log.Info().Msg("signalled before the database was reachable; exiting")
@@ -273,7 +287,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		b = fb
 	}
 
-	deps := actors.Deps{Pool: pool, LeasePool: leasePool, Broker: b, Logger: log, Credentials: cenv.credentials()}
+	deps := actors.Deps{Pool: pool, LeasePool: leasePool, Broker: b, Logger: log, Credentials: cenv.credentials(), Observe: sd.observe}
 	if f.traceCopies != "" {
 		deps.TraceCopies = copytrace.NewRecorder(0)
 		defer func() {
@@ -308,6 +322,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	<-ctx.Done()
 	log.Info().Msg("signalled; stopping (finishing in-flight orders, releasing leases)")
 	web.stopping.Store(true)
+	sd.send("STOPPING=1", "STATUS=stopping: finishing in-flight orders, releasing leases")
 	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
 	if err := current.Load().Stop(sctx); err != nil {

@@ -258,7 +258,7 @@ func TestSimAndDemoBadConfig(t *testing.T) {
 // TestHelpDocumentsEveryCommandAndFlag: help lists the commands and CMD -h every flag.
 func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
 	code, out, _ := runCLI(t, nil, "help")
-	for _, c := range []string{"run", "migrate", "sim", "demo", "stress"} {
+	for _, c := range []string{"run", "migrate", "sim", "demo", "stress", "healthcheck"} {
 		if code != exitOK || !strings.Contains(out, "  "+c+" ") {
 			t.Fatalf("help does not list %s: %q", c, out)
 		}
@@ -268,8 +268,9 @@ func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
 			"clock-skew", "http", "log-format", "log-level", "COPIER_BRIDGE_TOKEN"},
 		"sim": {"listen", "seed", "token", "requote-rate", "timeout-rate", "disconnect-rate", "drop-event-rate", "latency",
 			"enforce-tokens", "dedup", "fix", "fix-comp-id"},
-		"demo":   {"database-url", "nodes", "masters", "followers", "http", "duration"},
-		"stress": {"database-url", "masters", "followers", "nodes", "rate", "duration", "faults", "seed", "enforce-tokens"},
+		"demo":        {"database-url", "nodes", "masters", "followers", "http", "duration"},
+		"healthcheck": {"http", "path", "timeout", "COPIER_HTTP"},
+		"stress":      {"database-url", "masters", "followers", "nodes", "rate", "duration", "faults", "seed", "enforce-tokens"},
 	}
 	for cmd, names := range flags {
 		code, _, errs := runCLI(t, nil, cmd, "-h")
@@ -516,7 +517,7 @@ func TestDemoRefusesANonEmptyDatabase(t *testing.T) {
 // the standard Go and process collectors beside the engine's.
 func TestMetricsWithoutNodes(t *testing.T) {
 	rec := httptest.NewRecorder()
-	metricsHandler(func() []*actors.Node { return nil }).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	metricsHandler(func() []*actors.Node { return nil }, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
