@@ -103,7 +103,7 @@ type Options struct {
 	// injected at least once.
 	FaultEvery time.Duration
 	// Converge bounds the quiet period after the load: faults healed, no trading, until
-	// every follower is in line (default 90 s).
+	// every follower is in line (default 90 s, and at least Quiet + 30 s).
 	Converge time.Duration
 	// Quiet is the least quiet time before the verdict (default lease + 2 intervals).
 	Quiet time.Duration
@@ -236,5 +236,9 @@ func (o *Options) Validate() error {
 	if o.Quiet == 0 {
 		o.Quiet = o.Lease + 2*o.Interval
 	}
+	// The verdict waits Quiet first: a Converge shorter than that could never be met (at
+	// the seed's timings, lease 60 s and interval 20 s, Quiet is 100 s against the
+	// default 90 s).
+	o.Converge = max(o.Converge, o.Quiet+30*time.Second)
 	return nil
 }
