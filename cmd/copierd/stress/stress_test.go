@@ -194,6 +194,38 @@ func TestScaleScenario(t *testing.T) {
 	t.Logf("scale: clean stop: %+v; failover %+v; %d hand-offs", sc.CleanStops[0], rep.Failover, sc.HandOffs)
 }
 
+// TestFindRate: --find-rate measures each step from the order log and the processes'
+// CPU, and stops at the first step over its target (here an unreachable 1 µs: one step,
+// no knee); the verdict still checks every invariant after the ramp.
+func TestFindRate(t *testing.T) {
+	o := DefaultOptions()
+	o.Copierd = copierdBinary(t)
+	o.OutDir = outDir(t)
+	o.DatabaseURL = externalDatabase(t)
+	o.Masters, o.Followers, o.Nodes = 4, 60, 2
+	o.Faults, o.Progress = nil, false
+	o.FindRate, o.Rate, o.FindRateStep, o.FindRateTarget = true, 4, 5*time.Second, time.Microsecond
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	rep, err := Run(ctx, o, &out)
+	t.Logf("output:\n%s", out.String())
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	fr := rep.FindRate
+	if fr == nil || len(fr.Steps) != 1 || fr.Knee != nil || !strings.Contains(fr.Stop, "p99") {
+		t.Fatalf("find-rate %+v: want one step over the target and no knee", fr)
+	}
+	st := fr.Steps[0]
+	if st.Copies == 0 || st.OrdersPerSec <= 0 || st.Events <= 0 || st.NodesCPUus <= 0 || st.StressCPUus <= 0 || st.Within {
+		t.Fatalf("step %+v: want copies, orders, events and CPU measured", st)
+	}
+	if !rep.OK || !strings.Contains(out.String(), "knee: none") {
+		t.Fatalf("verdict %v; summary without the ramp", rep.OK)
+	}
+}
+
 // runScenario runs o and checks its outputs and verdict.
 func runScenario(t *testing.T, o Options, ignore ...goleak.Option) Report {
 	o.OutDir = outDir(t)
@@ -248,6 +280,10 @@ func runScenario(t *testing.T, o Options, ignore ...goleak.Option) Report {
 	}
 	if rep.Failover.Kills == 0 || rep.Latency.Samples == 0 || rep.Orders.Nodes == 0 {
 		t.Errorf("the scenario did not exercise the engine: kills %d, copies %d, orders %d", rep.Failover.Kills, rep.Latency.Samples, rep.Orders.Nodes)
+	}
+	// Stage accounting: the nodes' traces cover the copies (a killed node's are lost).
+	if st := rep.Stages; st == nil || st.Traced == 0 || st.Traced+st.Untraced != rep.Latency.Samples || len(st.All.Stages) == 0 || st.All.Dominant == "" {
+		t.Errorf("stage accounting %+v over %d copies: want the traced copies split into stages", st, rep.Latency.Samples)
 	}
 	if !rep.OK {
 		t.Fatalf("verdict FAIL (seed %d); see the summary above", o.Seed)
