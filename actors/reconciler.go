@@ -130,10 +130,7 @@ func (r *reconciler) Receive(ctx actor.Context) {
 		r.enqueue(m)
 		r.pump(ctx)
 	case repairWanted:
-		if !r.wanted[m.accountID] {
-			r.wanted[m.accountID] = true
-			r.wants = append(r.wants, m)
-		}
+		r.want(m)
 		r.pump(ctx)
 	case repairDeclined:
 		delete(r.granted, m.accountID)
@@ -218,6 +215,21 @@ func (r *reconciler) next() (req reconcileRequest, background, ok bool) {
 		}
 	}
 	return reconcileRequest{}, false, false
+}
+
+// want registers an account's due repair once; a repeated want (a restarted actor of the
+// account) keeps its place and takes the newest actor.
+func (r *reconciler) want(m repairWanted) {
+	if !r.wanted[m.accountID] {
+		r.wanted[m.accountID] = true
+		r.wants = append(r.wants, m)
+		return
+	}
+	for i := range r.wants {
+		if r.wants[i].accountID == m.accountID {
+			r.wants[i].pid = m.pid
+		}
+	}
 }
 
 // bgRoom reports whether background work (running repairs and turns given) holds less

@@ -3,6 +3,8 @@ package actors
 import (
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"testing"
 
 	"github.com/snapcopier/copier/reconcile/follower"
@@ -74,10 +76,7 @@ func TestReconcilerTurns(t *testing.T) {
 	t0 := time.Now()
 	want := func(ids ...int64) {
 		for _, id := range ids {
-			if !r.wanted[id] {
-				r.wanted[id] = true
-				r.wants = append(r.wants, repairWanted{accountID: id})
-			}
+			r.want(repairWanted{accountID: id})
 		}
 	}
 	want(1, 2, 3)
@@ -112,9 +111,11 @@ func TestReconcilerTurns(t *testing.T) {
 	if len(r.granted) != 0 {
 		t.Fatalf("turns %v kept past the timeout", r.granted)
 	}
-	// Repeated wants of one account are one.
-	want(4, 4)
-	if len(r.wants) != 1 {
-		t.Fatalf("wants %v", r.wants)
+	// Repeated wants of one account are one, and the newest actor gets the turn.
+	want(4)
+	newer := &actor.PID{Id: "account-4-restarted"}
+	r.want(repairWanted{accountID: 4, pid: newer})
+	if len(r.wants) != 1 || r.wants[0].pid != newer {
+		t.Fatalf("wants %v, want one, for the newest actor", r.wants)
 	}
 }

@@ -64,11 +64,12 @@ type Core struct {
 	reconciling bool
 	reconCause  Cause // of the reconcile in flight
 	again       bool
-	againCause  Cause // why the next reconcile is due, when a cause arrived during one
-	expedited   bool  // the background reconcile in flight was asked to be expedited
-	periodicRan bool  // a periodic repair ran: the next comes ReconcileEvery after the last reconcile
-	wantRepair  bool  // a turn for the periodic repair was asked for (Ready.WantRepair)
-	dirty       bool  // a reconcile is due
+	againCause  Cause     // why the next reconcile is due, when a cause arrived during one
+	expedited   bool      // the background reconcile in flight was asked to be expedited
+	periodicRan bool      // a periodic repair ran: the next comes ReconcileEvery after the last reconcile
+	wantRepair  bool      // a turn for the periodic repair was asked for (Ready.WantRepair) ...
+	wantedAt    time.Time // ... at this time
+	dirty       bool      // a reconcile is due
 	lastRecon   time.Time
 	stopped     bool
 	tokenRaised bool  // this epoch's token reached the trade server (TokenDone)
@@ -523,8 +524,10 @@ func (c *Core) Tick(now time.Time) *Ready {
 		c.maybeReconcile(now, cause)
 		return c.done()
 	}
-	if c.repairDue(now) && !c.wantRepair {
-		c.wantRepair = true
+	// A turn not given within a period is asked again (the Reconciler lost it, or gave it
+	// to an incarnation of this actor that crashed).
+	if c.repairDue(now) && (!c.wantRepair || now.Sub(c.wantedAt) >= c.opt.ReconcileEvery) {
+		c.wantRepair, c.wantedAt = true, now
 		c.ready.WantRepair = true
 	}
 	return c.done()

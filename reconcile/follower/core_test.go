@@ -364,6 +364,10 @@ func TestPeriodicRepair(t *testing.T) {
 	if h.rd.WantRepair {
 		t.Fatal("a turn asked twice")
 	}
+	h.now = h.now.Add(time.Minute)
+	if h.rd = h.c.Tick(h.tick()); !h.rd.WantRepair {
+		t.Fatal("a turn not given within a period was not asked again")
+	}
 	h.event(broker.Opened, 1, 9, h.mpos(500))
 	h.wantReconcile(CauseGap)
 	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
