@@ -204,8 +204,15 @@ func (r *run) execute(ctx context.Context) (Report, error) {
 	if err := r.waitOwned(ctx, 60*time.Second+time.Duration(o.Followers)*5*time.Millisecond); err != nil {
 		return Report{}, err
 	}
-	if err := r.waitCopying(ctx, 60*time.Second+time.Duration(o.Followers)*5*time.Millisecond); err != nil {
+	copyWait := 60*time.Second + time.Duration(o.Followers)*5*time.Millisecond
+	if o.FindRate {
+		copyWait = 60*time.Second + time.Duration(o.Followers)*20*time.Millisecond
+	}
+	if all, err := r.waitCopying(ctx, copyWait); err != nil {
 		return Report{}, err
+	} else if !all && o.FindRate {
+		r.stopAllNodes()
+		return Report{}, fmt.Errorf("stress: find-rate: not every follower was copying after %v; the ramp would measure the takeover, not the rate", copyWait)
 	}
 
 	// Load and faults.
@@ -623,7 +630,8 @@ func (r *run) waitOwned(ctx context.Context, within time.Duration) error {
 // waitCopying waits until the nodes report every follower in phase copying (loaded,
 // connected, reconciled), so the load meets a cluster that is ready. When that takes
 // longer than within, the load starts anyway (the run log says so).
-func (r *run) waitCopying(ctx context.Context, within time.Duration) error {
+// It reports whether every follower was copying in time.
+func (r *run) waitCopying(ctx context.Context, within time.Duration) (bool, error) {
 	start := time.Now()
 	deadline := start.Add(within)
 	for {
@@ -636,14 +644,14 @@ func (r *run) waitCopying(ctx context.Context, within time.Duration) error {
 		}
 		if copying >= int64(len(r.followers)) {
 			r.logf("every follower is copying after %.1fs", time.Since(start).Seconds())
-			return nil
+			return true, nil
 		}
 		if time.Now().After(deadline) {
 			r.logf("only %d of %d followers are copying after %v; starting the load anyway", copying, len(r.followers), within)
-			return nil
+			return false, nil
 		}
 		if !sleepCtx(ctx, 500*time.Millisecond) {
-			return fmt.Errorf("stress: interrupted: %w", ctx.Err())
+			return false, fmt.Errorf("stress: interrupted: %w", ctx.Err())
 		}
 	}
 }
