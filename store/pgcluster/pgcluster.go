@@ -201,6 +201,9 @@ func (c *Cluster) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.I
 // Dir is the cluster's temporary root directory (data, socket, server.log).
 func (c *Cluster) Dir() string { return c.dir }
 
+// DataDir is the cluster's data directory (its postmaster.pid names the server process).
+func (c *Cluster) DataDir() string { return c.dataDir }
+
 // URL returns a connection URL for database dbname as the superuser over TCP.
 func (c *Cluster) URL(dbname string) string {
 	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", Superuser, c.Addr(), dbname)

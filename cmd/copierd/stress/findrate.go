@@ -59,7 +59,7 @@ func (r *run) cpuNow() cpuSnapshot {
 	}
 	s.stress = readCPUTicks(os.Getpid())
 	if r.cluster != nil {
-		s.pg = treeCPUTicks(postmasterPID(r.cluster.Dir()))
+		s.pg = treeCPUTicks(postmasterPID(r.cluster.DataDir()))
 	}
 	return s
 }
