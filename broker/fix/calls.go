@@ -302,9 +302,9 @@ func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
 	return out, nil
 }
 
-// refuseExpired refuses, before anything is sent, an order whose deadline has passed. A
-// FIX venue does not check the deadline of a market order, so this side does (nothing is
-// executed: ErrExpired).
+// refuseExpired refuses, before anything is sent, an order whose deadline has passed
+// (nothing is executed: ErrExpired). The deadline also travels with the order (9003) for
+// a venue that checks it on arrival; one that does not leaves this check and the gate.
 func refuseExpired(o broker.Order) error {
 	if now := time.Now(); o.Expired(now) {
 		return broker.NewError(broker.ErrExpired, broker.CodeExpired, "fix: order %v past its deadline, not sent", now.Sub(o.Deadline))
@@ -324,14 +324,27 @@ func clOrdID(o broker.Order) string {
 	return o.RequestID.String()
 }
 
-// setOrder writes what every order carries: ClOrdID, fencing token, node and time.
+// setOrder writes what every order carries: ClOrdID, the fence (token and deadline),
+// node and time.
 func setOrder(m *quickfix.Message, id string, o broker.Order) {
 	m.Body.SetString(fixwire.TagClOrdID, id)
-	m.Body.SetString(fixwire.TagLeaseEpoch, strconv.FormatInt(o.Token, 10))
+	setFence(m, o)
 	if o.Node != "" {
 		m.Body.SetString(fixwire.TagNodeID, o.Node)
 	}
 	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(time.Now()))
+}
+
+// setFence writes the order's fencing token (9001) and absolute deadline (9003, absent
+// for none): a venue that checks them refuses a stale or late order (the simulator's
+// front does, like the bridge server).
+func setFence(m *quickfix.Message, o broker.Order) {
+	m.Body.SetString(fixwire.TagLeaseEpoch, strconv.FormatInt(o.Token, 10))
+	if o.Deadline.IsZero() {
+		m.Body.Remove(fixwire.TagDeadline)
+	} else {
+		m.Body.SetString(fixwire.TagDeadline, fixwire.FormatTime(o.Deadline))
+	}
 }
 
 // newOrderSingle starts a market NewOrderSingle (D) with the order's header fields.
@@ -343,13 +356,15 @@ func newOrderSingle(id string, o broker.Order, side broker.Side) *quickfix.Messa
 }
 
 // sendOrder sends an order (or resends the one first sent under its ClOrdID, with
-// PossResend) and waits for its final report.
-func (s *session) sendOrder(ctx context.Context, id string, m *quickfix.Message, contractSize float64) (broker.OrderResult, error) {
+// PossResend) and waits for its final report. A resend carries the fence of o, the gate
+// check that let it out now, not the first send's: its deadline is the later one.
+func (s *session) sendOrder(ctx context.Context, id string, o broker.Order, m *quickfix.Message, contractSize float64) (broker.OrderResult, error) {
 	memo := s.b.sentFor(s.creds.Login)
 	if first := memo.lookup(id); first != nil {
 		m = quickfix.NewMessage()
 		first.CopyInto(m)
 		m.Header.SetBool(fixwire.TagPossResend, true)
+		setFence(m, o)
 	} else if m == nil {
 		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: resend of %s: the original order is no longer remembered", id)
 	} else {
@@ -432,7 +447,7 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 		if err != nil {
 			return broker.OrderResult{}, err
 		}
-		return s.sendOrder(ctx, id, nil, sp.ContractSize)
+		return s.sendOrder(ctx, id, req.Order, nil, sp.ContractSize)
 	}
 	symID, sp, err := s.symbol(ctx, req.Symbol)
 	if err != nil {
@@ -449,7 +464,7 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 	if req.Comment != "" {
 		m.Body.SetString(fixwire.TagComment, req.Comment)
 	}
-	return s.sendOrder(ctx, id, m, sp.ContractSize)
+	return s.sendOrder(ctx, id, req.Order, m, sp.ContractSize)
 }
 
 // ClosePosition implements broker.Session: a NewOrderSingle of the opposite side naming the
@@ -469,7 +484,7 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 		if err != nil {
 			return broker.OrderResult{}, err
 		}
-		return s.sendOrder(ctx, id, nil, t.byID[str(first, fixwire.TagSymbol)].ContractSize)
+		return s.sendOrder(ctx, id, req.Order, nil, t.byID[str(first, fixwire.TagSymbol)].ContractSize)
 	}
 	ps, err := s.Positions(ctx)
 	if err != nil {
@@ -498,7 +513,7 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
 	m.Body.SetString(fixwire.TagTimeInForce, fixwire.TIFImmediate)
 	m.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(req.Ticket, 10))
-	return s.sendOrder(ctx, id, m, sp.ContractSize)
+	return s.sendOrder(ctx, id, req.Order, m, sp.ContractSize)
 }
 
 // Modify implements broker.Session: OrderCancelReplaceRequest (G) naming the position
@@ -512,7 +527,7 @@ func (s *session) Modify(ctx context.Context, req broker.ModifyRequest) (broker.
 	}
 	id := clOrdID(req.Order)
 	if s.b.sentFor(s.creds.Login).lookup(id) != nil {
-		return s.sendOrder(ctx, id, nil, 1)
+		return s.sendOrder(ctx, id, req.Order, nil, 1)
 	}
 	m := newMsg(fixwire.MsgOrderCancelReplace)
 	setOrder(m, id, req.Order)
@@ -521,7 +536,7 @@ func (s *session) Modify(ctx context.Context, req broker.ModifyRequest) (broker.
 	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
 	m.Body.SetString(fixwire.TagStopLoss, fixwire.FormatFloat(req.SL))
 	m.Body.SetString(fixwire.TagTakeProfit, fixwire.FormatFloat(req.TP))
-	res, err := s.sendOrder(ctx, id, m, 1)
+	res, err := s.sendOrder(ctx, id, req.Order, m, 1)
 	res.Volume, res.Price = 0, 0
 	return res, err
 }

@@ -52,6 +52,7 @@ const (
 const (
 	TagLeaseEpoch   quickfix.Tag = 9001 // the sender's fencing token (broker.Order.Token)
 	TagNodeID       quickfix.Tag = 9002 // the sending node, for the venue's order log
+	TagDeadline     quickfix.Tag = 9003 // the order's absolute deadline (broker.Order.Deadline, UTCTimestamp)
 	TagStopLoss     quickfix.Tag = 9010 // position stop-loss price (0 = none)
 	TagTakeProfit   quickfix.Tag = 9011 // position take-profit price (0 = none)
 	TagMagic        quickfix.Tag = 9012 // MetaTrader magic number
@@ -234,6 +235,8 @@ func ClassOfCode(c broker.Code) error {
 		return broker.ErrDisconnected
 	case broker.CodeFencedToken:
 		return broker.ErrFenced
+	case broker.CodeExpired:
+		return broker.ErrExpired
 	}
 	return nil
 }

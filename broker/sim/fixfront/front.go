@@ -3,7 +3,8 @@
 // password (554), sequence numbers reset on every logon, numeric symbol ids from
 // SecurityListRequest, hedged positions closed by position id (PosMaintRptID, 721),
 // ClOrdID duplicates refused unless PossResend (97), the server's faults shown as a venue
-// shows them and the lease-epoch token carried in a custom tag. It is `copierd sim --fix`
+// shows them, and the fence carried in custom tags: an order that arrives after its
+// deadline (9003) is refused, its lease-epoch token (9001) goes on to the server. It is `copierd sim --fix`
 // and the counterparty of broker/fix's tests. The dialect is broker/fix/fixwire.
 package fixfront
 
@@ -39,6 +40,8 @@ type Options struct {
 	// OnOrder, when set, is called as an order message arrives (before it is processed).
 	// Tests use it to act while an order is in flight.
 	OnOrder func(login, clOrdID string)
+	// Now is the front's clock for an order's deadline (9003); default time.Now.
+	Now func() time.Time
 }
 
 // optionsReader is what a backing server may offer beyond broker.Controller: its current
@@ -88,6 +91,9 @@ type LogonRecord struct {
 func Start(addr string, b broker.Broker, ctl broker.Controller, opts Options) (*Front, error) {
 	if opts.CompID == "" {
 		opts.CompID = DefaultCompID
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	host, port, err := freeAddr(addr)
 	if err != nil {

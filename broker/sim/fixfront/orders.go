@@ -144,13 +144,20 @@ func (s *fsession) resolve(m *quickfix.Message, clOrdID string, id uuid.UUID) *q
 func (s *fsession) process(mt string, m *quickfix.Message, clOrdID string, e *orderEntry) {
 	defer close(e.done)
 	ctx := context.Background()
-	ord := orderHeader(m, clOrdID)
+	ord, err := orderHeader(m, clOrdID)
+	if err == nil {
+		err = s.f.refuseExpired(ord)
+	}
+	if err != nil {
+		// Refused before it reaches the server: it never executes.
+		e.reply = s.reject(mt, m, clOrdID, fixwire.RejOther, err)
+		return
+	}
 	ticket, _ := strconv.ParseInt(mustString(m, fixwire.TagPosMaintRptID), 10, 64)
 	symID, _ := m.Body.GetString(fixwire.TagSymbol)
 
 	var (
 		res  broker.OrderResult
-		err  error
 		sp   broker.SymbolSpec
 		side broker.Side
 	)
@@ -202,6 +209,16 @@ func (s *fsession) process(mt string, m *quickfix.Message, clOrdID string, e *or
 	symNum, _ := strconv.Atoi(symID)
 	e.reply = s.fill(mt, m, clOrdID, sp, symNum, side, res)
 	s.send(e.reply)
+}
+
+// refuseExpired refuses an order that arrived after its deadline, by the front's clock,
+// before it reaches the server behind (the bridge server does the same): ErrExpired, never
+// executed. The deadline also goes on to the server, which checks it again when it runs.
+func (f *Front) refuseExpired(o broker.Order) error {
+	if now := f.opts.Now(); o.Expired(now) {
+		return broker.NewError(broker.ErrExpired, broker.CodeExpired, "fix front: order arrived %v after its deadline", now.Sub(o.Deadline))
+	}
+	return nil
 }
 
 func mustString(m *quickfix.Message, t quickfix.Tag) string {

@@ -127,12 +127,22 @@ func requestID(clOrdID string) uuid.UUID {
 	return uuid.NewSHA1(uuid.NameSpaceOID, []byte("fix-clordid:"+clOrdID))
 }
 
-// orderHeader reads what every order carries.
-func orderHeader(m *quickfix.Message, clOrdID string) broker.Order {
+// orderHeader reads what every order carries: the request id, the fence (token 9001,
+// deadline 9003) and the node. A deadline that is present but unreadable is an error: the
+// order must not run without the bound its sender gave it.
+func orderHeader(m *quickfix.Message, clOrdID string) (broker.Order, error) {
 	token, _ := m.Body.GetString(fixwire.TagLeaseEpoch)
 	node, _ := m.Body.GetString(fixwire.TagNodeID)
 	t, _ := strconv.ParseInt(token, 10, 64)
-	return broker.Order{RequestID: requestID(clOrdID), Token: t, Node: node}
+	o := broker.Order{RequestID: requestID(clOrdID), Token: t, Node: node}
+	if v, _ := m.Body.GetString(fixwire.TagDeadline); v != "" {
+		d, err := fixwire.ParseTime(v)
+		if err != nil {
+			return o, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "deadline (%d) %q is not a UTCTimestamp", fixwire.TagDeadline, v)
+		}
+		o.Deadline = d
+	}
+	return o, nil
 }
 
 func getFloat(fm quickfix.Body, t quickfix.Tag) float64 {
