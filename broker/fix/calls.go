@@ -387,6 +387,11 @@ func (s *session) sendOrder(ctx context.Context, id string, o broker.Order, m *q
 		}
 		var st broker.OrderResult
 		serr := s.request(context.WithValue(ctx, replyTimeoutKey{}, s.b.cfg.StatusTimeout), id, h, true, orderReply(&st, contractSize))
+		var rf *refusedError
+		if errors.As(serr, &rf) && rf.msgType == fixwire.MsgOrderStatusRequest {
+			// The venue refused the question, not the order: its outcome stays unknown.
+			return res, err
+		}
 		if serr == nil || !errors.Is(serr, broker.ErrUnknownOutcome) {
 			return st, serr
 		}

@@ -45,3 +45,37 @@ func TestReportForUnknownOrder(t *testing.T) {
 		t.Fatalf("after stray reports: %v", err)
 	}
 }
+
+// A refusal is classified from what it says: the dialect's class first, a business reject
+// that says "not now" as retryable, everything else (unsupported type, a bad or unknown
+// tag) as permanent. Any other message is not a refusal.
+func TestRefusalClasses(t *testing.T) {
+	msg := func(mt string, fields map[quickfix.Tag]string) *quickfix.Message {
+		m := quickfix.NewMessage()
+		m.Header.SetString(quickfix.Tag(35), mt)
+		for k, v := range fields {
+			m.Body.SetString(k, v)
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name  string
+		m     *quickfix.Message
+		class error
+	}{
+		{"session reject", msg(fixwire.MsgReject, map[quickfix.Tag]string{fixwire.TagRefSeqNum: "4", fixwire.TagSessionRejReason: "2", fixwire.TagRefTagID: "9001"}), broker.ErrPermanent},
+		{"unsupported type", msg(fixwire.MsgBusinessMessageReject, map[quickfix.Tag]string{fixwire.TagBizRejReason: "3", fixwire.TagRefMsgType: "x"}), broker.ErrPermanent},
+		{"application not available", msg(fixwire.MsgBusinessMessageReject, map[quickfix.Tag]string{fixwire.TagBizRejReason: "4"}), broker.ErrRetryable},
+		{"firm not available", msg(fixwire.MsgBusinessMessageReject, map[quickfix.Tag]string{fixwire.TagBizRejReason: "7"}), broker.ErrRetryable},
+		{"dialect class", msg(fixwire.MsgBusinessMessageReject, map[quickfix.Tag]string{fixwire.TagBizRejReason: "0", fixwire.TagErrorClass: "market_closed"}), broker.ErrMarketClosed},
+		{"dialect code", msg(fixwire.MsgReject, map[quickfix.Tag]string{fixwire.TagErrorCode: "10004"}), broker.ErrRetryable},
+	} {
+		err := refusal(c.m)
+		if broker.ClassOf(err) != c.class {
+			t.Errorf("%s: %v has class %v, want %v", c.name, err, broker.ClassOf(err), c.class)
+		}
+	}
+	if err := refusal(msg(fixwire.MsgExecutionReport, map[quickfix.Tag]string{fixwire.TagOrdStatus: fixwire.StatusRejected})); err != nil {
+		t.Errorf("an execution report is not a refusal of the message: %v", err)
+	}
+}

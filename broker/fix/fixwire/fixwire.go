@@ -37,7 +37,49 @@ const (
 	MsgCollateralInquiry      = "BB"
 	MsgCollateralReport       = "BA"
 	MsgBusinessMessageReject  = "j"
+	MsgReject                 = "3"
 )
+
+// msgTypeNames names the message types used, for errors and logs.
+var msgTypeNames = map[string]string{
+	MsgLogon: "Logon", MsgLogout: "Logout", MsgNewOrderSingle: "NewOrderSingle", MsgOrderCancelReplace: "OrderCancelReplaceRequest",
+	MsgOrderCancelReject: "OrderCancelReject", MsgExecutionReport: "ExecutionReport", MsgOrderStatusRequest: "OrderStatusRequest",
+	MsgRequestForPositions: "RequestForPositions", MsgRequestForPositionsAck: "RequestForPositionsAck", MsgPositionReport: "PositionReport",
+	MsgSecurityListRequest: "SecurityListRequest", MsgSecurityList: "SecurityList", MsgCollateralInquiry: "CollateralInquiry",
+	MsgCollateralReport: "CollateralReport", MsgBusinessMessageReject: "BusinessMessageReject", MsgReject: "Reject",
+}
+
+// MsgTypeName names a message type: "NewOrderSingle (D)"; "a message" when mt is empty.
+func MsgTypeName(mt string) string {
+	if mt == "" {
+		return "a message"
+	}
+	if n, ok := msgTypeNames[mt]; ok {
+		return n + " (" + mt + ")"
+	}
+	return "message type " + mt
+}
+
+// RequestIDTag is the tag that identifies the request a message of type mt belongs to
+// (0 for a type that is not a request of ours).
+func RequestIDTag(mt string) quickfix.Tag {
+	switch mt {
+	case MsgNewOrderSingle, MsgOrderCancelReplace, MsgOrderStatusRequest:
+		return TagClOrdID
+	case MsgRequestForPositions:
+		return TagPosReqID
+	case MsgSecurityListRequest:
+		return TagSecurityReqID
+	case MsgCollateralInquiry:
+		return TagCollInquiryID
+	}
+	return 0
+}
+
+// BizRejectRetryable reports whether a BusinessRejectReason (380) says the venue cannot
+// serve the request now rather than never: 4 application not available, 7 DeliverTo firm
+// not available at this time.
+func BizRejectRetryable(reason string) bool { return reason == "4" || reason == "7" }
 
 // Standard tags not in the generated tag package under a short name, and cTrader's
 // symbol tags.
@@ -120,6 +162,10 @@ const (
 	TagRefMsgType         = tag.RefMsgType
 	TagBizRejRefID        = tag.BusinessRejectRefID
 	TagBizRejReason       = tag.BusinessRejectReason
+	TagRefSeqNum          = tag.RefSeqNum
+	TagRefTagID           = tag.RefTagID
+	TagSessionRejReason   = tag.SessionRejectReason
+	TagMsgSeqNum          = tag.MsgSeqNum
 	TagUsername           = tag.Username
 	TagPassword           = tag.Password
 	TagOrigClOrdID        = tag.OrigClOrdID

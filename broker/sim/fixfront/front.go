@@ -42,6 +42,14 @@ type Options struct {
 	OnOrder func(login, clOrdID string)
 	// Now is the front's clock for an order's deadline (9003); default time.Now.
 	Now func() time.Time
+	// Strict makes the front a venue that knows only standard FIX 4.4 (`copierd sim
+	// --fix-dialect fix44`): every application message is validated against the stock
+	// FIX 4.4 dictionary, a tag it does not define for the message type (our custom tags
+	// included) is refused with a session Reject (3); SecurityListRequest,
+	// RequestForPositions and CollateralInquiry are refused as unsupported
+	// (BusinessMessageReject, 380=3); fills carry no position id (721) and rejects no
+	// custom tags.
+	Strict bool
 }
 
 // optionsReader is what a backing server may offer beyond broker.Controller: its current
@@ -386,6 +394,16 @@ func (f *Front) FromApp(msg *quickfix.Message, id quickfix.SessionID) quickfix.M
 	mt, err := msg.MsgType()
 	if err != nil {
 		return err
+	}
+	if f.opts.Strict {
+		if rej := fixwire.ValidateStock(msg); rej != nil {
+			f.log.Warn().Str("login", s.login).Str("msg_type", mt).Err(rej).Msg("fix: message refused by the stock FIX 4.4 dictionary")
+			return rej
+		}
+		switch mt {
+		case fixwire.MsgSecurityListRequest, fixwire.MsgRequestForPositions, fixwire.MsgCollateralInquiry:
+			return quickfix.UnsupportedMessageType()
+		}
 	}
 	m := quickfix.NewMessage()
 	msg.CopyInto(m)

@@ -232,7 +232,9 @@ func (s *fsession) fill(mt string, m *quickfix.Message, clOrdID string, sp broke
 	r.Body.SetString(fixwire.TagClOrdID, clOrdID)
 	r.Body.SetString(fixwire.TagOrderID, s.f.nextID("o"))
 	r.Body.SetString(fixwire.TagExecID, s.f.nextID("e"))
-	r.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(res.Ticket, 10))
+	if !s.f.opts.Strict { // a plain FIX 4.4 fill names no position
+		r.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(res.Ticket, 10))
+	}
 	r.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(res.ServerTime))
 	if mt == fixwire.MsgOrderCancelReplace {
 		r.Body.SetString(fixwire.TagOrigClOrdID, mustString(m, fixwire.TagOrigClOrdID))
@@ -286,7 +288,7 @@ func (s *fsession) reject(mt string, m *quickfix.Message, clOrdID, reason string
 		r.Body.SetString(fixwire.TagCumQty, "0")
 	}
 	r.Body.SetString(fixwire.TagClOrdID, clOrdID)
-	setError(&r.Body, err)
+	s.setError(&r.Body, err)
 	s.send(r)
 	return r
 }

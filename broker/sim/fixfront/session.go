@@ -184,13 +184,17 @@ func (s *fsession) businessReject(refMsgType, refID string, err error) {
 	r.Body.SetString(fixwire.TagRefMsgType, refMsgType)
 	r.Body.SetString(fixwire.TagBizRejRefID, refID)
 	r.Body.SetInt(fixwire.TagBizRejReason, 0)
-	setError(&r.Body, err)
+	s.setError(&r.Body, err)
 	s.send(r)
 }
 
-// setError writes a classified error: text, code and class.
-func setError(fm *quickfix.Body, err error) {
+// setError writes a classified error: text, code and class (text only in strict mode: a
+// plain FIX 4.4 venue has no tags for the others).
+func (s *fsession) setError(fm *quickfix.Body, err error) {
 	fm.SetString(fixwire.TagText, err.Error())
+	if s.f.opts.Strict {
+		return
+	}
 	if te, ok := asTradeError(err); ok {
 		fm.SetInt(fixwire.TagErrorCode, int(te.Code))
 	}
@@ -222,7 +226,7 @@ func (s *fsession) securityList(m *quickfix.Message) {
 		r := newMsg(fixwire.MsgSecurityList)
 		r.Body.SetString(fixwire.TagSecurityReqID, id)
 		r.Body.SetInt(fixwire.TagSecReqResult, 5) // instrument data temporarily unavailable
-		setError(&r.Body, err)
+		s.setError(&r.Body, err)
 		s.send(r)
 		s.afterError(err)
 		return
@@ -313,7 +317,7 @@ func (s *fsession) positions(m *quickfix.Message) {
 	if err != nil {
 		ack.Body.SetString(fixwire.TagPosReqResult, fixwire.PosResultOther)
 		ack.Body.SetString(fixwire.TagPosReqStatus, fixwire.PosStatusReject)
-		setError(&ack.Body, err)
+		s.setError(&ack.Body, err)
 		s.send(ack)
 		s.afterError(err)
 		return
@@ -349,7 +353,7 @@ func (s *fsession) subscribe(id string) {
 		cancel()
 		ack.Body.SetString(fixwire.TagPosReqResult, fixwire.PosResultOther)
 		ack.Body.SetString(fixwire.TagPosReqStatus, fixwire.PosStatusReject)
-		setError(&ack.Body, err)
+		s.setError(&ack.Body, err)
 		s.send(ack)
 		s.afterError(err)
 		return
