@@ -40,9 +40,9 @@ type session struct {
 	// current logon, to the request: a venue's Reject (3) names only that (RefSeqNum 45),
 	// a BusinessMessageReject (j) may too.
 	sentSeq map[int]sentRef
-	feeds    map[string]*feed
-	syms     *symbolTable // of the current logon
-	symsAt   time.Time    // when syms was read
+	feeds   map[string]*feed
+	syms    *symbolTable // of the current logon
+	symsAt  time.Time    // when syms was read
 	// symLoading is the symbol list read under way, if any.
 	symLoading *symLoad
 
