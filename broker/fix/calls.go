@@ -111,6 +111,9 @@ func (s *session) loadSymbols(ctx context.Context) (*symbolTable, error) {
 }
 
 func (s *session) fetchSymbols(ctx context.Context) (*symbolTable, error) {
+	if !s.feat.SecurityList {
+		return configuredTable(s.b.cfg.Symbols), nil
+	}
 	id := s.b.nextID("s")
 	m := newMsg(fixwire.MsgSecurityListRequest)
 	m.Body.SetString(fixwire.TagSecurityReqID, id)
@@ -268,6 +271,22 @@ func position(r *quickfix.Message, t *symbolTable) broker.Position {
 	return p
 }
 
+// positionsRequest is a RequestForPositions (AN) for the account's positions (724=0) with
+// what standard FIX 4.4 requires of it: Account (1), AccountType (581, 1 = carried on the
+// customer side), ClearingBusinessDate (715, today in UTC) and TransactTime (60).
+func (s *session) positionsRequest(id, subType string) *quickfix.Message {
+	now := time.Now().UTC()
+	m := newMsg(fixwire.MsgRequestForPositions)
+	m.Body.SetString(fixwire.TagPosReqID, id)
+	m.Body.SetInt(fixwire.TagPosReqType, 0)
+	m.Body.SetString(fixwire.TagSubReqType, subType)
+	m.Body.SetString(fixwire.TagAccount, s.creds.Login)
+	m.Body.SetInt(fixwire.TagAccountType, 1)
+	m.Body.SetString(fixwire.TagClearingBizDate, now.Format("20060102"))
+	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(now))
+	return m
+}
+
 // Positions implements broker.Session: RequestForPositions (AN, 263=0) answered by
 // RequestForPositionsAck (AO, 727 = count) and that many PositionReports (AP).
 func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
@@ -276,12 +295,7 @@ func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
 		return nil, err
 	}
 	id := s.b.nextID("p")
-	m := newMsg(fixwire.MsgRequestForPositions)
-	m.Body.SetString(fixwire.TagPosReqID, id)
-	m.Body.SetInt(fixwire.TagPosReqType, 0)
-	m.Body.SetString(fixwire.TagSubReqType, fixwire.SubSnapshot)
-	m.Body.SetString(fixwire.TagAccount, s.creds.Login)
-	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(time.Now()))
+	m := s.positionsRequest(id, fixwire.SubSnapshot)
 	out := []broker.Position{}
 	want := -1
 	err = s.request(ctx, id, m, false, func(r *quickfix.Message) (bool, error) {
@@ -312,6 +326,13 @@ func refuseExpired(o broker.Order) error {
 	return nil
 }
 
+// noStops refuses stops in a dialect without fields for them: standard FIX 4.4 has no
+// stops on a market order or a position (separate stop and limit orders are not built).
+func (s *session) noStops() error {
+	return broker.NewError(broker.ErrPermanent, broker.CodeInvalidStops,
+		"fix: the %s dialect has no stop-loss or take-profit fields; copy this link without stops", s.dialect)
+}
+
 // Fence implements broker.Session. FIX has no message that raises a fencing token without
 // an order: the token travels with every order (9001), so this only refuses an expired o.
 func (s *session) Fence(_ context.Context, o broker.Order) error { return refuseExpired(o) }
@@ -324,12 +345,14 @@ func clOrdID(o broker.Order) string {
 	return o.RequestID.String()
 }
 
-// setOrder writes what every order carries: ClOrdID, the fence (token and deadline),
-// node and time.
-func setOrder(m *quickfix.Message, id string, o broker.Order) {
+// setOrder writes what every order carries: ClOrdID and time; in a dialect with them,
+// the fence (token and deadline) and the node.
+func (s *session) setOrder(m *quickfix.Message, id string, o broker.Order) {
 	m.Body.SetString(fixwire.TagClOrdID, id)
-	setFence(m, o)
-	if o.Node != "" {
+	if s.feat.Fence {
+		setFence(m, o)
+	}
+	if o.Node != "" && s.feat.OrderTags {
 		m.Body.SetString(fixwire.TagNodeID, o.Node)
 	}
 	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(time.Now()))
@@ -347,11 +370,15 @@ func setFence(m *quickfix.Message, o broker.Order) {
 	}
 }
 
-// newOrderSingle starts a market NewOrderSingle (D) with the order's header fields.
-func newOrderSingle(id string, o broker.Order, side broker.Side) *quickfix.Message {
+// newOrderSingle is a market IOC NewOrderSingle (D) for units of the symbol, with the
+// order's header fields.
+func (s *session) newOrderSingle(id string, o broker.Order, side broker.Side, symID string, units float64) *quickfix.Message {
 	m := newordersingle.New(field.NewClOrdID(id), field.NewSide(enum.Side(fixwire.SideString(side))),
 		field.NewTransactTime(time.Now()), field.NewOrdType(enum.OrdType_MARKET)).ToMessage()
-	setOrder(m, id, o)
+	s.setOrder(m, id, o)
+	m.Body.SetString(fixwire.TagSymbol, symID)
+	m.Body.SetString(fixwire.TagOrderQty, fixwire.FormatFloat(units))
+	m.Body.SetString(fixwire.TagTimeInForce, fixwire.TIFImmediate)
 	return m
 }
 
@@ -364,7 +391,9 @@ func (s *session) sendOrder(ctx context.Context, id string, o broker.Order, m *q
 		m = quickfix.NewMessage()
 		first.CopyInto(m)
 		m.Header.SetBool(fixwire.TagPossResend, true)
-		setFence(m, o)
+		if s.feat.Fence {
+			setFence(m, o)
+		}
 	} else if m == nil {
 		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: resend of %s: the original order is no longer remembered", id)
 	} else {
@@ -446,6 +475,9 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 	if req.Type != broker.Market {
 		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: only market orders are supported")
 	}
+	if !s.feat.OrderTags && (req.SL != 0 || req.TP != 0) {
+		return broker.OrderResult{}, s.noStops()
+	}
 	id := clOrdID(req.Order)
 	if s.b.sentFor(s.creds.Login).lookup(id) != nil {
 		_, sp, err := s.symbol(ctx, req.Symbol)
@@ -458,16 +490,17 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 	if err != nil {
 		return broker.OrderResult{}, err
 	}
-	m := newOrderSingle(id, req.Order, req.Side)
-	m.Body.SetString(fixwire.TagSymbol, symID)
-	m.Body.SetString(fixwire.TagOrderQty, fixwire.FormatFloat(fixwire.ToUnits(req.Volume, sp.ContractSize)))
-	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
-	m.Body.SetString(fixwire.TagTimeInForce, fixwire.TIFImmediate)
-	m.Body.SetString(fixwire.TagStopLoss, fixwire.FormatFloat(req.SL))
-	m.Body.SetString(fixwire.TagTakeProfit, fixwire.FormatFloat(req.TP))
-	m.Body.SetString(fixwire.TagMagic, strconv.FormatInt(req.Magic, 10))
-	if req.Comment != "" {
-		m.Body.SetString(fixwire.TagComment, req.Comment)
+	m := s.newOrderSingle(id, req.Order, req.Side, symID, fixwire.ToUnits(req.Volume, sp.ContractSize))
+	switch {
+	case s.feat.OrderTags:
+		m.Body.SetString(fixwire.TagStopLoss, fixwire.FormatFloat(req.SL))
+		m.Body.SetString(fixwire.TagTakeProfit, fixwire.FormatFloat(req.TP))
+		m.Body.SetString(fixwire.TagMagic, strconv.FormatInt(req.Magic, 10))
+		if req.Comment != "" {
+			m.Body.SetString(fixwire.TagComment, req.Comment)
+		}
+	case req.Comment != "":
+		m.Body.SetString(fixwire.TagText, req.Comment) // the copy marker, in a standard tag
 	}
 	return s.sendOrder(ctx, id, req.Order, m, sp.ContractSize)
 }
@@ -512,12 +545,10 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 	if vol == 0 {
 		vol = pos.Volume
 	}
-	m := newOrderSingle(id, req.Order, pos.Side.Opposite())
-	m.Body.SetString(fixwire.TagSymbol, symID)
-	m.Body.SetString(fixwire.TagOrderQty, fixwire.FormatFloat(fixwire.ToUnits(vol, sp.ContractSize)))
-	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
-	m.Body.SetString(fixwire.TagTimeInForce, fixwire.TIFImmediate)
-	m.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(req.Ticket, 10))
+	m := s.newOrderSingle(id, req.Order, pos.Side.Opposite(), symID, fixwire.ToUnits(vol, sp.ContractSize))
+	if s.feat.PositionIDs {
+		m.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(req.Ticket, 10))
+	}
 	return s.sendOrder(ctx, id, req.Order, m, sp.ContractSize)
 }
 
@@ -530,12 +561,15 @@ func (s *session) Modify(ctx context.Context, req broker.ModifyRequest) (broker.
 	if err := refuseExpired(req.Order); err != nil {
 		return broker.OrderResult{}, err
 	}
+	if !s.feat.OrderTags {
+		return broker.OrderResult{}, s.noStops()
+	}
 	id := clOrdID(req.Order)
 	if s.b.sentFor(s.creds.Login).lookup(id) != nil {
 		return s.sendOrder(ctx, id, req.Order, nil, 1)
 	}
 	m := newMsg(fixwire.MsgOrderCancelReplace)
-	setOrder(m, id, req.Order)
+	s.setOrder(m, id, req.Order)
 	m.Body.SetString(fixwire.TagOrigClOrdID, "pos-"+strconv.FormatInt(req.Ticket, 10))
 	m.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(req.Ticket, 10))
 	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
@@ -596,12 +630,7 @@ func (s *session) Subscribe(ctx context.Context) (<-chan broker.Event, error) {
 	}
 	s.feeds[id] = f
 	s.mu.Unlock()
-	m := newMsg(fixwire.MsgRequestForPositions)
-	m.Body.SetString(fixwire.TagPosReqID, id)
-	m.Body.SetInt(fixwire.TagPosReqType, 0)
-	m.Body.SetString(fixwire.TagSubReqType, fixwire.SubUpdates)
-	m.Body.SetString(fixwire.TagAccount, s.creds.Login)
-	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(time.Now()))
+	m := s.positionsRequest(id, fixwire.SubUpdates)
 	err = s.request(ctx, id, m, false, func(r *quickfix.Message) (bool, error) {
 		if str(r, fixwire.TagPosReqResult) != fixwire.PosResultValid {
 			return true, replyError(r)
@@ -616,10 +645,7 @@ func (s *session) Subscribe(ctx context.Context) (<-chan broker.Event, error) {
 		select {
 		case <-ctx.Done():
 			s.endFeed(id)
-			u := newMsg(fixwire.MsgRequestForPositions)
-			u.Body.SetString(fixwire.TagPosReqID, id)
-			u.Body.SetString(fixwire.TagSubReqType, fixwire.SubUnsubscribe)
-			_ = quickfix.SendToTarget(u, s.id)
+			_ = quickfix.SendToTarget(s.positionsRequest(id, fixwire.SubUnsubscribe), s.id)
 		case <-f.done:
 		}
 	}()

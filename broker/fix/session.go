@@ -25,9 +25,12 @@ import (
 type session struct {
 	b     *Broker
 	creds broker.Credentials // the password is needed for every re-logon; never logged
-	id    quickfix.SessionID
-	set   *quickfix.Settings
-	log   zerolog.Logger
+	// dialect is the account's, else the node's; feat what it lets the session use.
+	dialect fixwire.Dialect
+	feat    fixwire.Features
+	id      quickfix.SessionID
+	set     *quickfix.Settings
+	log     zerolog.Logger
 
 	mu       sync.Mutex
 	loggedOn bool
@@ -75,6 +78,10 @@ func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 	if err := checkLogon(creds); err != nil {
 		return nil, err
 	}
+	dialect, err := accountDialect(creds, cfg)
+	if err != nil {
+		return nil, err
+	}
 	set := quickfix.NewSettings()
 	ss := quickfix.NewSessionSettings()
 	ss.Set(config.BeginString, fixwire.BeginString)
@@ -117,7 +124,7 @@ func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 		return nil, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: session settings: %v", err)
 	}
 	s := &session{
-		b: b, creds: creds, id: id, set: set,
+		b: b, creds: creds, id: id, set: set, dialect: dialect, feat: dialect.Features(),
 		log:     cfg.Log.With().Str("login", creds.Login).Logger(),
 		up:      make(chan struct{}),
 		down:    make(chan struct{}),
@@ -527,12 +534,18 @@ func (s *session) ToAdmin(m *quickfix.Message, _ quickfix.SessionID) {
 		m.Body.SetString(fixwire.TagUsername, logonUser(s.creds))
 		m.Body.SetString(fixwire.TagPassword, s.creds.Password)
 	}
+	if s.b.wire != nil {
+		s.b.wire(m.String())
+	}
 }
 
 // ToApp implements quickfix.Application: it runs as a message gets its sequence number,
 // before it is written, and remembers that number for the pending request the message
 // belongs to, so a Reject naming only the number (45) finds the request.
 func (s *session) ToApp(m *quickfix.Message, _ quickfix.SessionID) error {
+	if s.b.wire != nil {
+		s.b.wire(m.String())
+	}
 	mt, _ := m.MsgType()
 	id := str(m, fixwire.RequestIDTag(mt))
 	seq, err := m.Header.GetInt(fixwire.TagMsgSeqNum)
@@ -721,6 +734,7 @@ type headerIDs struct {
 func accountIDs(c broker.Credentials, cfg Config) (headerIDs, error) {
 	ids := headerIDs{SenderCompID: cfg.SenderCompID, SenderSubID: cfg.SenderSubID, TargetCompID: cfg.TargetCompID, TargetSubID: cfg.TargetSubID}
 	f := c.FIX
+	f.Dialect = "" // not a header id: an account with only a dialect still reads the server field
 	if f != (broker.FIXSession{}) {
 		for _, v := range []struct{ name, value string }{{"SenderCompID", f.SenderCompID}, {"SenderSubID", f.SenderSubID},
 			{"TargetCompID", f.TargetCompID}, {"TargetSubID", f.TargetSubID}, {"Username", f.Username}} {
@@ -755,6 +769,22 @@ func accountIDs(c broker.Credentials, cfg Config) (headerIDs, error) {
 		ids.SenderCompID = c.Login
 	}
 	return ids, nil
+}
+
+// accountDialect returns the account's dialect, else the node's, and refuses, before
+// anything is sent, a dialect that cannot work as configured: an unknown name, or a dialect
+// without SecurityList and no configured symbol list.
+func accountDialect(c broker.Credentials, cfg Config) (fixwire.Dialect, error) {
+	d, err := fixwire.ParseDialect(c.FIX.Dialect)
+	if err != nil {
+		return "", broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: account setting: %v", err)
+	}
+	d = d.Or(cfg.Dialect).Or(fixwire.DefaultDialect)
+	if !d.Features().SecurityList && len(cfg.Symbols) == 0 {
+		return "", broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
+			"fix: the %s dialect has no SecurityList: configure the venue's symbols (fix.Config.Symbols, --broker 'fix://…?symbols=FILE')", d)
+	}
+	return d, nil
 }
 
 // logonUser returns the Logon's user name (553): the account's FIX setting, else its login.

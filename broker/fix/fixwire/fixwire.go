@@ -166,6 +166,8 @@ const (
 	TagRefTagID           = tag.RefTagID
 	TagSessionRejReason   = tag.SessionRejectReason
 	TagMsgSeqNum          = tag.MsgSeqNum
+	TagAccountType        = tag.AccountType
+	TagClearingBizDate    = tag.ClearingBusinessDate
 	TagUsername           = tag.Username
 	TagPassword           = tag.Password
 	TagOrigClOrdID        = tag.OrigClOrdID

@@ -1,0 +1,61 @@
+package fix
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/snapcopier/copier/broker"
+)
+
+// checkSymbols refuses a configured symbol list that cannot be traded as it is: a missing
+// or repeated name or venue id, a contract size, lot minimum or step that is not
+// positive, a maximum below the minimum, digits outside 0..maxDigits.
+func checkSymbols(list []Symbol) error {
+	names, ids := map[string]bool{}, map[string]bool{}
+	for i, sy := range list {
+		id := sy.venueID()
+		bad := func(why string) error { return fmt.Errorf("fix: configured symbol %d (%q): %s", i+1, sy.Name, why) }
+		switch {
+		case sy.Name == "":
+			return bad("no name")
+		case names[sy.Name]:
+			return bad("the name is listed twice")
+		case ids[id]:
+			return bad(fmt.Sprintf("the venue id %q is listed twice", id))
+		case checkID("", id) != nil:
+			return bad("the venue id has a space, '=' or a control character")
+		case !(sy.ContractSize > 0) || math.IsInf(sy.ContractSize, 0):
+			return bad("the contract size must be positive")
+		case !(sy.MinLot > 0) || !(sy.LotStep > 0):
+			return bad("the lot minimum and step must be positive")
+		case sy.MaxLot != 0 && sy.MaxLot < sy.MinLot:
+			return bad("the lot maximum is below the minimum")
+		case sy.Digits < 0 || sy.Digits > maxDigits:
+			return bad(fmt.Sprintf("digits must be 0..%d", maxDigits))
+		}
+		names[sy.Name], ids[id] = true, true
+	}
+	return nil
+}
+
+// venueID is the symbol's Symbol (55) on the wire.
+func (sy Symbol) venueID() string {
+	if sy.ID != "" {
+		return sy.ID
+	}
+	return sy.Name
+}
+
+// configuredTable is the symbol table of the configured list (no SecurityList).
+func configuredTable(list []Symbol) *symbolTable {
+	t := &symbolTable{byName: map[string]string{}, byID: map[string]broker.SymbolSpec{}}
+	for _, sy := range list {
+		sp := sy.SymbolSpec
+		sp.Point = math.Pow10(-sp.Digits)
+		sp.TradeAllowed = true
+		t.list = append(t.list, sp)
+		t.byName[sp.Name] = sy.venueID()
+		t.byID[sy.venueID()] = sp
+	}
+	return t
+}
