@@ -1,7 +1,9 @@
-// Package fixwire is the FIX 4.4 dialect shared by the copier's FIX broker (broker/fix) and
+// Package fixwire is the FIX 4.4 wire shared by the copier's FIX broker (broker/fix) and
 // the simulator's FIX front (broker/sim/fixfront): message types, the standard and custom
-// tags they use, value formats (prices, units, times) and the mapping between broker error
-// classes and what a reject carries. FIX.md beside broker/fix describes the flows.
+// tags they use, value formats (prices, units, times), the mapping between broker error
+// classes and what a reject carries, the dialects (which custom tags and messages a venue
+// takes) and the stock FIX 4.4 dictionary a strict venue validates against. FIX.md beside
+// broker/fix describes the flows.
 package fixwire
 
 import (
