@@ -537,6 +537,16 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 	if pos == nil {
 		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: no open position %d", req.Ticket)
 	}
+	if !s.feat.PositionIDs {
+		// An opposite order without a position id nets against whatever the account holds
+		// in the symbol: with two positions there it could close the wrong one.
+		for _, p := range ps {
+			if p.Symbol == pos.Symbol && p.Ticket != pos.Ticket {
+				return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
+					"fix: the %s dialect closes by an opposite order, and the account holds more than one %s position (hedging): it cannot say which one; use a netting account or a dialect with position ids", s.dialect, pos.Symbol)
+			}
+		}
+	}
 	symID, sp, err := s.symbol(ctx, pos.Symbol)
 	if err != nil {
 		return broker.OrderResult{}, err

@@ -113,3 +113,49 @@ func TestDialectConfiguration(t *testing.T) {
 		t.Fatalf("ctrader account under a fix44 node: symbols %+v (%v), want the venue's list", specs, err)
 	}
 }
+
+// A fix44 close is an opposite order naming no position: where the account holds two
+// positions in the symbol (hedging) it could close the wrong one, so it is refused before
+// anything is sent; with one position it closes it.
+func TestFIX44CloseNeedsOnePosition(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 1, AutoProvision: true, DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e5, Leverage: 100, Mode: broker.Netting}})
+	e := newEnvFor(t, s, envOptions{client: fix.Config{Dialect: fixwire.DialectFIX44, Symbols: simSymbols(t, s)}})
+	ctx := t.Context()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A hedging account with two EURUSD positions.
+	must(s.Provision(ctx, broker.AccountSpec{Login: "hedged", Currency: "USD", Balance: 1e5, Leverage: 100, Mode: broker.Hedging}))
+	hs := connect(t, e, "hedged")
+	sym := firstSymbol(t, hs)
+	a, err := hs.Open(ctx, broker.OpenRequest{Order: order(), Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot})
+	must(err)
+	_, err = hs.Open(ctx, broker.OpenRequest{Order: order(), Symbol: sym.Name, Side: broker.Sell, Volume: 2 * sym.MinLot})
+	must(err)
+	before, err := s.OrderLog(ctx, 0, 0)
+	must(err)
+	_, err = hs.ClosePosition(ctx, broker.CloseRequest{Order: order(), Ticket: a.Ticket})
+	wantClass(t, err, broker.ErrPermanent)
+	if after, _ := s.OrderLog(ctx, 0, 0); len(after) != len(before) {
+		t.Fatalf("a refused close reached the server: %+v", after[len(before):])
+	}
+
+	// A netting account: the opposite order closes the one position.
+	ns := connect(t, e, "netted")
+	_, err = ns.Open(ctx, broker.OpenRequest{Order: order(), Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot})
+	must(err)
+	ps, err := ns.Positions(ctx)
+	must(err)
+	if len(ps) != 1 {
+		t.Fatalf("positions %+v, want one", ps)
+	}
+	if _, err := ns.ClosePosition(ctx, broker.CloseRequest{Order: order(), Ticket: ps[0].Ticket}); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := ns.Positions(ctx); err != nil || len(ps) != 0 {
+		t.Fatalf("after the close: %+v (%v), want none", ps, err)
+	}
+}
