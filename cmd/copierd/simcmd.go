@@ -9,8 +9,8 @@ import (
 
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/bridge"
-	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/broker/fix/fixwire"
+	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/broker/sim/fixfront"
 )
 
