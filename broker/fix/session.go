@@ -489,8 +489,14 @@ func refusal(r *quickfix.Message) error {
 		err = broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: the venue refused %s (BusinessRejectReason %s): %s",
 			fixwire.MsgTypeName(refType), str(r, fixwire.TagBizRejReason), text)
 	default:
-		err = broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: the venue rejected %s (SessionRejectReason %s, tag %s): %s",
-			fixwire.MsgTypeName(refType), str(r, fixwire.TagSessionRejReason), str(r, fixwire.TagRefTagID), text)
+		why := ""
+		if v := str(r, fixwire.TagSessionRejReason); v != "" {
+			why += " (SessionRejectReason " + v + ")"
+		}
+		if v := str(r, fixwire.TagRefTagID); v != "" {
+			why += " (tag " + v + ")"
+		}
+		err = broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: the venue rejected %s%s: %s", fixwire.MsgTypeName(refType), why, text)
 	}
 	return &refusedError{msgType: refType, err: err}
 }
@@ -543,21 +549,20 @@ func (s *session) ToAdmin(m *quickfix.Message, _ quickfix.SessionID) {
 // before it is written, and remembers that number for the pending request the message
 // belongs to, so a Reject naming only the number (45) finds the request.
 func (s *session) ToApp(m *quickfix.Message, _ quickfix.SessionID) error {
-	if s.b.wire != nil {
-		s.b.wire(m.String())
-	}
 	mt, _ := m.MsgType()
 	id := str(m, fixwire.RequestIDTag(mt))
 	seq, err := m.Header.GetInt(fixwire.TagMsgSeqNum)
-	if id == "" || err != nil {
-		return nil
+	if id != "" && err == nil {
+		s.mu.Lock()
+		if c := s.pending[id]; c != nil {
+			c.seqs = append(c.seqs, seq)
+			c.last = mt
+			s.sentSeq[seq] = sentRef{id: id, msgType: mt}
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c := s.pending[id]; c != nil {
-		c.seqs = append(c.seqs, seq)
-		c.last = mt
-		s.sentSeq[seq] = sentRef{id: id, msgType: mt}
+	if s.b.wire != nil {
+		s.b.wire(m.String())
 	}
 	return nil
 }
