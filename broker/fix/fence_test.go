@@ -3,6 +3,8 @@ package fix_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/fix"
+	"github.com/snapcopier/copier/broker/fix/fixwire"
 	"github.com/snapcopier/copier/broker/sim/fixfront"
 )
 
@@ -78,5 +82,46 @@ func wantExpired(t *testing.T, err error) {
 	var te *broker.TradeError
 	if !errors.As(err, &te) || te.Code != broker.CodeExpired {
 		t.Fatalf("error %v: want code %d", err, broker.CodeExpired)
+	}
+}
+
+// A resend after an unknown outcome (the same ClOrdID with PossResend) carries the fence of
+// the gate check that let the resend out: its later deadline, not the first send's, which
+// the venue would refuse as expired.
+func TestResendCarriesItsOwnDeadline(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	e := newEnv(t, envOptions{client: fix.Config{ReplyTimeout: 300 * time.Millisecond, StatusTimeout: -1}, wire: func(raw string) {
+		mu.Lock()
+		sent = append(sent, raw)
+		mu.Unlock()
+	}})
+	s := connect(t, e, "refence")
+	sym := firstSymbol(t, s)
+	ctx := t.Context()
+	if err := e.sim.SetFaults(ctx, "refence", broker.Faults{TimeoutRate: 1}); err != nil {
+		t.Fatal(err)
+	}
+	o := order()
+	o.Deadline = time.Now().Add(time.Minute)
+	_, err := s.Open(ctx, broker.OpenRequest{Order: o, Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot})
+	wantClass(t, err, broker.ErrUnknownOutcome)
+	o.Deadline = o.Deadline.Add(time.Minute) // the resend's own gate check
+	_, _ = s.Open(ctx, broker.OpenRequest{Order: o, Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot})
+	mu.Lock()
+	defer mu.Unlock()
+	var deadlines []string
+	for _, raw := range sent {
+		if strings.Contains(raw, "\x0111="+o.RequestID.String()+"\x01") && strings.Contains(raw, "\x0135=D\x01") {
+			d, _, _ := strings.Cut(strings.SplitN(raw, "\x019003=", 2)[1], "\x01")
+			deadlines = append(deadlines, d)
+			if len(deadlines) == 2 && !strings.Contains(raw, "\x0197=Y\x01") {
+				t.Errorf("the resend has no PossResend: %q", raw)
+			}
+		}
+	}
+	want := []string{fixwire.FormatTime(o.Deadline.Add(-time.Minute)), fixwire.FormatTime(o.Deadline)}
+	if len(deadlines) != 2 || deadlines[0] != want[0] || deadlines[1] != want[1] {
+		t.Fatalf("deadlines on the wire %v, want %v (the resend's own)", deadlines, want)
 	}
 }
