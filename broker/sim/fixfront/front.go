@@ -4,8 +4,9 @@
 // SecurityListRequest, hedged positions closed by position id (PosMaintRptID, 721),
 // ClOrdID duplicates refused unless PossResend (97), the server's faults shown as a venue
 // shows them, and the fence carried in custom tags: an order that arrives after its
-// deadline (9003) is refused, its lease-epoch token (9001) goes on to the server. It is `copierd sim --fix`
-// and the counterparty of broker/fix's tests. The dialect is broker/fix/fixwire.
+// deadline (9003) is refused, its lease-epoch token (9001) goes on to the server. Options.
+// Strict makes it a venue that knows only standard FIX 4.4 instead. It is `copierd sim
+// --fix` and the counterparty of broker/fix's tests. The dialect is broker/fix/fixwire.
 package fixfront
 
 import (
