@@ -12,20 +12,28 @@ import (
 
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/fix"
+	"github.com/snapcopier/copier/broker/sim/fixfront"
 	"github.com/snapcopier/copier/store"
 )
 
 // freezingBroker stands for a process that freezes between the gate check and the send:
-// while frozen, every order call blocks just before it reaches the trade server.
+// while frozen, every order call blocks just before it reaches the trade server. Over FIX
+// (onWire) the call goes out at once and the order message is what is held, at the
+// venue's front as it arrives: an order delayed on the wire.
 type freezingBroker struct {
 	broker.Broker
 	// noDeadline strips the order's deadline: a venue that cannot check one (MetaTrader),
 	// where only the token and the marker are left.
 	noDeadline bool
-	mu         sync.Mutex
-	release    chan struct{} // nil: not frozen
-	held       sync.WaitGroup
-	blocked    int
+	// onWire: the front calls wait for every order message (fixfront.Options.OnOrder);
+	// the session calls go straight through and their results are recorded.
+	onWire  bool
+	mu      sync.Mutex
+	release chan struct{} // nil: not frozen
+	blocked int
+	held    map[string]bool  // ClOrdIDs held on the wire while frozen
+	results map[string]error // by request id, every order's result (onWire)
 }
 
 func (f *freezingBroker) Connect(ctx context.Context, c broker.Credentials) (broker.Session, error) {
@@ -67,6 +75,37 @@ func (f *freezingBroker) wait() {
 	}
 }
 
+// onOrder is the front's hook: an order message held while frozen.
+func (f *freezingBroker) onOrder(_, clOrdID string) {
+	f.mu.Lock()
+	if f.release != nil {
+		f.held[clOrdID] = true
+	}
+	f.mu.Unlock()
+	f.wait()
+}
+
+// record keeps an order's result (onWire).
+func (f *freezingBroker) record(o broker.Order, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.results[o.RequestID.String()] = err
+}
+
+// heldResults returns the results of the orders held on the wire so far (missing: no
+// result yet) and how many were held.
+func (f *freezingBroker) heldResults() (map[string]error, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]error{}
+	for id := range f.held {
+		if err, ok := f.results[id]; ok {
+			out[id] = err
+		}
+	}
+	return out, len(f.held)
+}
+
 type freezingSession struct {
 	broker.Session
 	f *freezingBroker
@@ -76,21 +115,29 @@ type freezingSession struct {
 // after the thaw whatever its context says (the sender's context deadline cannot stop
 // it; only the receiver's deadline check or the token can).
 func (s *freezingSession) Open(ctx context.Context, r broker.OpenRequest) (broker.OrderResult, error) {
-	s.f.wait()
-	s.f.strip(&r.Order)
-	return s.Session.Open(context.WithoutCancel(ctx), r)
+	return s.send(&r.Order, func() (broker.OrderResult, error) { return s.Session.Open(context.WithoutCancel(ctx), r) })
 }
 
 func (s *freezingSession) ClosePosition(ctx context.Context, r broker.CloseRequest) (broker.OrderResult, error) {
-	s.f.wait()
-	s.f.strip(&r.Order)
-	return s.Session.ClosePosition(context.WithoutCancel(ctx), r)
+	return s.send(&r.Order, func() (broker.OrderResult, error) { return s.Session.ClosePosition(context.WithoutCancel(ctx), r) })
 }
 
 func (s *freezingSession) Modify(ctx context.Context, r broker.ModifyRequest) (broker.OrderResult, error) {
-	s.f.wait()
-	s.f.strip(&r.Order)
-	return s.Session.Modify(context.WithoutCancel(ctx), r)
+	return s.send(&r.Order, func() (broker.OrderResult, error) { return s.Session.Modify(context.WithoutCancel(ctx), r) })
+}
+
+// send holds the call while frozen (unless the wire holds the message instead), strips the
+// deadline where the venue cannot check one, and records the result on the wire.
+func (s *freezingSession) send(o *broker.Order, call func() (broker.OrderResult, error)) (broker.OrderResult, error) {
+	if !s.f.onWire {
+		s.f.wait()
+	}
+	s.f.strip(o)
+	res, err := call()
+	if s.f.onWire {
+		s.f.record(*o, err)
+	}
+	return res, err
 }
 
 func (f *freezingBroker) strip(o *broker.Order) {
@@ -111,6 +158,18 @@ func TestFreezeLongerThanTheFence(t *testing.T) {
 	}
 }
 
+// TestFreezeLongerThanTheFenceOverFIX is the freeze over FIX: each node talks to the
+// simulator through a FIX front of its own, and n1's orders are held on the wire, at its
+// front, from before the takeover until after n2 has copied. They carry the deadline
+// (9003) and token (9001) of the gate check that let them out: the front refuses them as
+// expired before they reach the server; without a deadline, the server fences them by
+// the token when it enforces tokens.
+func TestFreezeLongerThanTheFenceOverFIX(t *testing.T) {
+	for _, sc := range []freeze{{fix: true, deadline: true}, {fix: true, enforce: true, noDeadline: true}} {
+		t.Run(fmt.Sprintf("enforce=%v,deadline=%v", sc.enforce, !sc.noDeadline), func(t *testing.T) { freezeScenario(t, sc) })
+	}
+}
+
 // TestOrderQueuedAcrossALoseAndReclaim: n1's orders wait in the send while n1 loses its
 // accounts to n2, n2 lets them go and n1 claims them again with a new epoch. The waiting
 // orders were checked under the old epoch and carry its deadline: the server refuses
@@ -124,6 +183,19 @@ type freeze struct {
 	noDeadline bool // the venue cannot check deadlines
 	deadline   bool // expect the held orders refused as expired
 	reclaim    bool // n2 lets go and n1 claims again before the thaw
+	fix        bool // each node reaches the simulator over FIX, through a front of its own
+}
+
+// fixTo returns a FIX broker through a new FIX front of its own in front of the cluster's
+// simulator; n1's replies are waited for as long as the freeze may last.
+func fixTo(t *testing.T, c *cluster, front fixfront.Options) broker.Broker {
+	t.Helper()
+	f, err := fixfront.Start("127.0.0.1:0", c.sim, c.sim, front)
+	must(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	b, err := fix.New(fix.Config{Addr: f.Addr(), ReplyTimeout: time.Minute, ReconnectMin: 20 * time.Millisecond})
+	must(t, err)
+	return b
 }
 
 func freezeScenario(t *testing.T, sc freeze) {
@@ -133,7 +205,12 @@ func freezeScenario(t *testing.T, sc freeze) {
 	must(t, c.sim.SetOptions(ctx, broker.ServerOptions{EnforceTokens: enforce}))
 	db := c.proxiedPool("pg-n1")
 
-	fb := &freezingBroker{Broker: c.sim, noDeadline: sc.noDeadline}
+	fb := &freezingBroker{Broker: c.sim, noDeadline: sc.noDeadline, onWire: sc.fix, held: map[string]bool{}, results: map[string]error{}}
+	var n2Broker broker.Broker = c.sim
+	if sc.fix {
+		fb.Broker = fixTo(t, c, fixfront.Options{OnOrder: fb.onOrder})
+		n2Broker = fixTo(t, c, fixfront.Options{})
+	}
 	n1, err := actors.Start(ctx, actors.Config{NodeID: "n1", Platform: "sim", Capacity: 100, Lease: shortLease, ReconcileEvery: -1,
 		OrderTimeout: time.Minute}, // the frozen orders outlive the freeze, however slow the takeover
 		actors.Deps{Pool: db.pool, Broker: fb, Logger: zerolog.Nop()})
@@ -161,7 +238,7 @@ func freezeScenario(t *testing.T, sc freeze) {
 	// n2 takes over once the leases expire, and its reconcile copies x.
 	c.nodes["n2"] = nil
 	n2, err := actors.Start(ctx, actors.Config{NodeID: "n2", Platform: "sim", Capacity: 100, Lease: shortLease, ReconcileEvery: 500 * time.Millisecond},
-		actors.Deps{Pool: c.db.NewPool(t, store.Options{}), Broker: c.sim, Logger: zerolog.Nop()})
+		actors.Deps{Pool: c.db.NewPool(t, store.Options{}), Broker: n2Broker, Logger: zerolog.Nop()})
 	must(t, err)
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -188,6 +265,12 @@ func freezeScenario(t *testing.T, sc freeze) {
 	logBefore, err := c.sim.OrderLog(ctx, 0, 0)
 	must(t, err)
 	fb.thaw()
+	if sc.fix && sc.deadline {
+		checkRefusedOnTheWire(t, c, fb, logBefore[len(logBefore)-1].Seq)
+		checkDeadlines(t, c)
+		c.eventually("converged", 30*time.Second, c.converged)
+		return
+	}
 	var stale []broker.OrderLogEntry
 	c.eventually("n1's held orders reached the server", 10*time.Second, func() (bool, string) {
 		log, err := c.sim.OrderLog(ctx, logBefore[len(logBefore)-1].Seq, 0)
@@ -219,6 +302,30 @@ func freezeScenario(t *testing.T, sc freeze) {
 	}
 	// Either way nothing is left duplicated.
 	c.eventually("duplicates repaired", 30*time.Second, c.converged)
+}
+
+// checkRefusedOnTheWire waits for the results of the orders held on the wire: every one
+// refused as expired by the front, none of them in the server's order log after seq.
+func checkRefusedOnTheWire(t *testing.T, c *cluster, fb *freezingBroker, seq int64) {
+	t.Helper()
+	var got map[string]error
+	c.eventually("n1's held orders were answered", 30*time.Second, func() (bool, string) {
+		var held int
+		got, held = fb.heldResults()
+		return held >= len(c.followers) && len(got) == held, fmt.Sprint(len(got), " of ", held, " answered")
+	})
+	for id, err := range got {
+		if broker.ClassOf(err) != broker.ErrExpired {
+			t.Errorf("order %s held on the wire past its deadline: %v, want expired", id, err)
+		}
+	}
+	log, err := c.sim.OrderLog(context.Background(), seq, 0)
+	must(t, err)
+	for _, e := range log {
+		if got[e.RequestID.String()] != nil || e.Node == "n1" {
+			t.Errorf("an order n1 sent before the freeze reached the server after it: %+v", e)
+		}
+	}
 }
 
 // checkDeadlines reads the simulator's order log: every node's order carries a deadline,

@@ -78,6 +78,7 @@ type FIXSession struct {
 	SenderCompID, SenderSubID string
 	TargetCompID, TargetSubID string
 	Username                  string // the Logon's user name (tag 553); empty: Login
+	Dialect                   string // the venue's FIX dialect (broker/fix/fixwire); empty: the node's
 }
 
 // AccountInfo is an account's state as the trade server reports it.

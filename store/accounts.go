@@ -47,6 +47,8 @@ type FIXSession struct {
 	TargetSubID  string `json:"target_sub_id,omitempty"`
 	// Username is the Logon's user name (tag 553); empty: the account's login.
 	Username string `json:"username,omitempty"`
+	// Dialect is the venue's FIX dialect ("ctrader", "fix44"); empty: the node's default.
+	Dialect string `json:"dialect,omitempty"`
 }
 
 // Link is a copy_links row.

@@ -96,7 +96,7 @@ func TestFIXSessionSettings(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := ctxT(t)
-	fix := store.FIXSession{SenderCompID: "demo.broker.42", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "42"}
+	fix := store.FIXSession{SenderCompID: "demo.broker.42", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "42", Dialect: "fix44"}
 	if err := store.CreateAccount(ctx, db.Pool, store.Account{ID: 42, Platform: "fix", Role: store.RoleFollower, Enabled: true, Login: "42", FIX: fix}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/fix/fixwire"
 )
 
 // Defaults of Config.
@@ -77,6 +78,20 @@ type Config struct {
 	ReconnectMin, ReconnectMax time.Duration
 	// Log receives session events; the password is never logged.
 	Log zerolog.Logger
+	// Dialect is the venues' FIX dialect where an account names none (Credentials.FIX.
+	// Dialect); default fixwire.DefaultDialect (ctrader). FIX.md has what each uses.
+	Dialect fixwire.Dialect
+	// Symbols is the venue's symbol list for a dialect without SecurityList (fix44):
+	// required there, unused otherwise.
+	Symbols []Symbol
+}
+
+// Symbol is one configured symbol: its spec (lots, digits, contract size) and the venue's
+// Symbol (55) for it.
+type Symbol struct {
+	broker.SymbolSpec
+	// ID is what the venue calls it in Symbol (55); default the name.
+	ID string
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -110,6 +125,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ReconnectMax < c.ReconnectMin {
 		c.ReconnectMax = max(DefaultReconnectMax, c.ReconnectMin)
 	}
+	d, err := fixwire.ParseDialect(string(c.Dialect))
+	if err != nil {
+		return c, fmt.Errorf("fix: %w", err)
+	}
+	c.Dialect = d.Or(fixwire.DefaultDialect)
+	if err := checkSymbols(c.Symbols); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -121,6 +144,9 @@ type Broker struct {
 
 	mu   sync.Mutex
 	sent map[string]*sentOrders // by login
+
+	// wire, when set (tests, before any Connect), sees every message as it is written.
+	wire func(raw string)
 }
 
 var _ broker.Broker = (*Broker)(nil)

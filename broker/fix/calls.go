@@ -111,6 +111,9 @@ func (s *session) loadSymbols(ctx context.Context) (*symbolTable, error) {
 }
 
 func (s *session) fetchSymbols(ctx context.Context) (*symbolTable, error) {
+	if !s.feat.SecurityList {
+		return configuredTable(s.b.cfg.Symbols), nil
+	}
 	id := s.b.nextID("s")
 	m := newMsg(fixwire.MsgSecurityListRequest)
 	m.Body.SetString(fixwire.TagSecurityReqID, id)
@@ -268,6 +271,22 @@ func position(r *quickfix.Message, t *symbolTable) broker.Position {
 	return p
 }
 
+// positionsRequest is a RequestForPositions (AN) for the account's positions (724=0) with
+// what standard FIX 4.4 requires of it: Account (1), AccountType (581, 1 = carried on the
+// customer side), ClearingBusinessDate (715, today in UTC) and TransactTime (60).
+func (s *session) positionsRequest(id, subType string) *quickfix.Message {
+	now := time.Now().UTC()
+	m := newMsg(fixwire.MsgRequestForPositions)
+	m.Body.SetString(fixwire.TagPosReqID, id)
+	m.Body.SetInt(fixwire.TagPosReqType, 0)
+	m.Body.SetString(fixwire.TagSubReqType, subType)
+	m.Body.SetString(fixwire.TagAccount, s.creds.Login)
+	m.Body.SetInt(fixwire.TagAccountType, 1)
+	m.Body.SetString(fixwire.TagClearingBizDate, now.Format("20060102"))
+	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(now))
+	return m
+}
+
 // Positions implements broker.Session: RequestForPositions (AN, 263=0) answered by
 // RequestForPositionsAck (AO, 727 = count) and that many PositionReports (AP).
 func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
@@ -276,12 +295,7 @@ func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
 		return nil, err
 	}
 	id := s.b.nextID("p")
-	m := newMsg(fixwire.MsgRequestForPositions)
-	m.Body.SetString(fixwire.TagPosReqID, id)
-	m.Body.SetInt(fixwire.TagPosReqType, 0)
-	m.Body.SetString(fixwire.TagSubReqType, fixwire.SubSnapshot)
-	m.Body.SetString(fixwire.TagAccount, s.creds.Login)
-	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(time.Now()))
+	m := s.positionsRequest(id, fixwire.SubSnapshot)
 	out := []broker.Position{}
 	want := -1
 	err = s.request(ctx, id, m, false, func(r *quickfix.Message) (bool, error) {
@@ -302,14 +316,21 @@ func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
 	return out, nil
 }
 
-// refuseExpired refuses, before anything is sent, an order whose deadline has passed. A
-// FIX venue does not check the deadline of a market order, so this side does (nothing is
-// executed: ErrExpired).
+// refuseExpired refuses, before anything is sent, an order whose deadline has passed
+// (nothing is executed: ErrExpired). The deadline also travels with the order (9003) for
+// a venue that checks it on arrival; one that does not leaves this check and the gate.
 func refuseExpired(o broker.Order) error {
 	if now := time.Now(); o.Expired(now) {
 		return broker.NewError(broker.ErrExpired, broker.CodeExpired, "fix: order %v past its deadline, not sent", now.Sub(o.Deadline))
 	}
 	return nil
+}
+
+// noStops refuses stops in a dialect without fields for them: standard FIX 4.4 has no
+// stops on a market order or a position (separate stop and limit orders are not built).
+func (s *session) noStops() error {
+	return broker.NewError(broker.ErrPermanent, broker.CodeInvalidStops,
+		"fix: the %s dialect has no stop-loss or take-profit fields; copy this link without stops", s.dialect)
 }
 
 // Fence implements broker.Session. FIX has no message that raises a fencing token without
@@ -324,32 +345,55 @@ func clOrdID(o broker.Order) string {
 	return o.RequestID.String()
 }
 
-// setOrder writes what every order carries: ClOrdID, fencing token, node and time.
-func setOrder(m *quickfix.Message, id string, o broker.Order) {
+// setOrder writes what every order carries: ClOrdID and time; in a dialect with them,
+// the fence (token and deadline) and the node.
+func (s *session) setOrder(m *quickfix.Message, id string, o broker.Order) {
 	m.Body.SetString(fixwire.TagClOrdID, id)
-	m.Body.SetString(fixwire.TagLeaseEpoch, strconv.FormatInt(o.Token, 10))
-	if o.Node != "" {
+	if s.feat.Fence {
+		setFence(m, o)
+	}
+	if o.Node != "" && s.feat.OrderTags {
 		m.Body.SetString(fixwire.TagNodeID, o.Node)
 	}
 	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(time.Now()))
 }
 
-// newOrderSingle starts a market NewOrderSingle (D) with the order's header fields.
-func newOrderSingle(id string, o broker.Order, side broker.Side) *quickfix.Message {
+// setFence writes the order's fencing token (9001) and absolute deadline (9003, absent
+// for none): a venue that checks them refuses a stale or late order (the simulator's
+// front does, like the bridge server).
+func setFence(m *quickfix.Message, o broker.Order) {
+	m.Body.SetString(fixwire.TagLeaseEpoch, strconv.FormatInt(o.Token, 10))
+	if o.Deadline.IsZero() {
+		m.Body.Remove(fixwire.TagDeadline)
+	} else {
+		m.Body.SetString(fixwire.TagDeadline, fixwire.FormatTime(o.Deadline))
+	}
+}
+
+// newOrderSingle is a market IOC NewOrderSingle (D) for units of the symbol, with the
+// order's header fields.
+func (s *session) newOrderSingle(id string, o broker.Order, side broker.Side, symID string, units float64) *quickfix.Message {
 	m := newordersingle.New(field.NewClOrdID(id), field.NewSide(enum.Side(fixwire.SideString(side))),
 		field.NewTransactTime(time.Now()), field.NewOrdType(enum.OrdType_MARKET)).ToMessage()
-	setOrder(m, id, o)
+	s.setOrder(m, id, o)
+	m.Body.SetString(fixwire.TagSymbol, symID)
+	m.Body.SetString(fixwire.TagOrderQty, fixwire.FormatFloat(units))
+	m.Body.SetString(fixwire.TagTimeInForce, fixwire.TIFImmediate)
 	return m
 }
 
 // sendOrder sends an order (or resends the one first sent under its ClOrdID, with
-// PossResend) and waits for its final report.
-func (s *session) sendOrder(ctx context.Context, id string, m *quickfix.Message, contractSize float64) (broker.OrderResult, error) {
+// PossResend) and waits for its final report. A resend carries the fence of o, the gate
+// check that let it out now, not the first send's: its deadline is the later one.
+func (s *session) sendOrder(ctx context.Context, id string, o broker.Order, m *quickfix.Message, contractSize float64) (broker.OrderResult, error) {
 	memo := s.b.sentFor(s.creds.Login)
 	if first := memo.lookup(id); first != nil {
 		m = quickfix.NewMessage()
 		first.CopyInto(m)
 		m.Header.SetBool(fixwire.TagPossResend, true)
+		if s.feat.Fence {
+			setFence(m, o)
+		}
 	} else if m == nil {
 		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: resend of %s: the original order is no longer remembered", id)
 	} else {
@@ -372,6 +416,11 @@ func (s *session) sendOrder(ctx context.Context, id string, m *quickfix.Message,
 		}
 		var st broker.OrderResult
 		serr := s.request(context.WithValue(ctx, replyTimeoutKey{}, s.b.cfg.StatusTimeout), id, h, true, orderReply(&st, contractSize))
+		var rf *refusedError
+		if errors.As(serr, &rf) && rf.msgType == fixwire.MsgOrderStatusRequest {
+			// The venue refused the question, not the order: its outcome stays unknown.
+			return res, err
+		}
 		if serr == nil || !errors.Is(serr, broker.ErrUnknownOutcome) {
 			return st, serr
 		}
@@ -426,30 +475,34 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 	if req.Type != broker.Market {
 		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: only market orders are supported")
 	}
+	if !s.feat.OrderTags && (req.SL != 0 || req.TP != 0) {
+		return broker.OrderResult{}, s.noStops()
+	}
 	id := clOrdID(req.Order)
 	if s.b.sentFor(s.creds.Login).lookup(id) != nil {
 		_, sp, err := s.symbol(ctx, req.Symbol)
 		if err != nil {
 			return broker.OrderResult{}, err
 		}
-		return s.sendOrder(ctx, id, nil, sp.ContractSize)
+		return s.sendOrder(ctx, id, req.Order, nil, sp.ContractSize)
 	}
 	symID, sp, err := s.symbol(ctx, req.Symbol)
 	if err != nil {
 		return broker.OrderResult{}, err
 	}
-	m := newOrderSingle(id, req.Order, req.Side)
-	m.Body.SetString(fixwire.TagSymbol, symID)
-	m.Body.SetString(fixwire.TagOrderQty, fixwire.FormatFloat(fixwire.ToUnits(req.Volume, sp.ContractSize)))
-	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
-	m.Body.SetString(fixwire.TagTimeInForce, fixwire.TIFImmediate)
-	m.Body.SetString(fixwire.TagStopLoss, fixwire.FormatFloat(req.SL))
-	m.Body.SetString(fixwire.TagTakeProfit, fixwire.FormatFloat(req.TP))
-	m.Body.SetString(fixwire.TagMagic, strconv.FormatInt(req.Magic, 10))
-	if req.Comment != "" {
-		m.Body.SetString(fixwire.TagComment, req.Comment)
+	m := s.newOrderSingle(id, req.Order, req.Side, symID, fixwire.ToUnits(req.Volume, sp.ContractSize))
+	switch {
+	case s.feat.OrderTags:
+		m.Body.SetString(fixwire.TagStopLoss, fixwire.FormatFloat(req.SL))
+		m.Body.SetString(fixwire.TagTakeProfit, fixwire.FormatFloat(req.TP))
+		m.Body.SetString(fixwire.TagMagic, strconv.FormatInt(req.Magic, 10))
+		if req.Comment != "" {
+			m.Body.SetString(fixwire.TagComment, req.Comment)
+		}
+	case req.Comment != "":
+		m.Body.SetString(fixwire.TagText, req.Comment) // the copy marker, in a standard tag
 	}
-	return s.sendOrder(ctx, id, m, sp.ContractSize)
+	return s.sendOrder(ctx, id, req.Order, m, sp.ContractSize)
 }
 
 // ClosePosition implements broker.Session: a NewOrderSingle of the opposite side naming the
@@ -469,7 +522,7 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 		if err != nil {
 			return broker.OrderResult{}, err
 		}
-		return s.sendOrder(ctx, id, nil, t.byID[str(first, fixwire.TagSymbol)].ContractSize)
+		return s.sendOrder(ctx, id, req.Order, nil, t.byID[str(first, fixwire.TagSymbol)].ContractSize)
 	}
 	ps, err := s.Positions(ctx)
 	if err != nil {
@@ -484,6 +537,16 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 	if pos == nil {
 		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: no open position %d", req.Ticket)
 	}
+	if !s.feat.PositionIDs {
+		// An opposite order without a position id nets against whatever the account holds
+		// in the symbol: with two positions there it could close the wrong one.
+		for _, p := range ps {
+			if p.Symbol == pos.Symbol && p.Ticket != pos.Ticket {
+				return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
+					"fix: the %s dialect closes by an opposite order, and the account holds more than one %s position (hedging): it cannot say which one; use a netting account or a dialect with position ids", s.dialect, pos.Symbol)
+			}
+		}
+	}
 	symID, sp, err := s.symbol(ctx, pos.Symbol)
 	if err != nil {
 		return broker.OrderResult{}, err
@@ -492,13 +555,11 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 	if vol == 0 {
 		vol = pos.Volume
 	}
-	m := newOrderSingle(id, req.Order, pos.Side.Opposite())
-	m.Body.SetString(fixwire.TagSymbol, symID)
-	m.Body.SetString(fixwire.TagOrderQty, fixwire.FormatFloat(fixwire.ToUnits(vol, sp.ContractSize)))
-	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
-	m.Body.SetString(fixwire.TagTimeInForce, fixwire.TIFImmediate)
-	m.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(req.Ticket, 10))
-	return s.sendOrder(ctx, id, m, sp.ContractSize)
+	m := s.newOrderSingle(id, req.Order, pos.Side.Opposite(), symID, fixwire.ToUnits(vol, sp.ContractSize))
+	if s.feat.PositionIDs {
+		m.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(req.Ticket, 10))
+	}
+	return s.sendOrder(ctx, id, req.Order, m, sp.ContractSize)
 }
 
 // Modify implements broker.Session: OrderCancelReplaceRequest (G) naming the position
@@ -510,18 +571,21 @@ func (s *session) Modify(ctx context.Context, req broker.ModifyRequest) (broker.
 	if err := refuseExpired(req.Order); err != nil {
 		return broker.OrderResult{}, err
 	}
+	if !s.feat.OrderTags {
+		return broker.OrderResult{}, s.noStops()
+	}
 	id := clOrdID(req.Order)
 	if s.b.sentFor(s.creds.Login).lookup(id) != nil {
-		return s.sendOrder(ctx, id, nil, 1)
+		return s.sendOrder(ctx, id, req.Order, nil, 1)
 	}
 	m := newMsg(fixwire.MsgOrderCancelReplace)
-	setOrder(m, id, req.Order)
+	s.setOrder(m, id, req.Order)
 	m.Body.SetString(fixwire.TagOrigClOrdID, "pos-"+strconv.FormatInt(req.Ticket, 10))
 	m.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(req.Ticket, 10))
 	m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeMarket)
 	m.Body.SetString(fixwire.TagStopLoss, fixwire.FormatFloat(req.SL))
 	m.Body.SetString(fixwire.TagTakeProfit, fixwire.FormatFloat(req.TP))
-	res, err := s.sendOrder(ctx, id, m, 1)
+	res, err := s.sendOrder(ctx, id, req.Order, m, 1)
 	res.Volume, res.Price = 0, 0
 	return res, err
 }
@@ -576,12 +640,7 @@ func (s *session) Subscribe(ctx context.Context) (<-chan broker.Event, error) {
 	}
 	s.feeds[id] = f
 	s.mu.Unlock()
-	m := newMsg(fixwire.MsgRequestForPositions)
-	m.Body.SetString(fixwire.TagPosReqID, id)
-	m.Body.SetInt(fixwire.TagPosReqType, 0)
-	m.Body.SetString(fixwire.TagSubReqType, fixwire.SubUpdates)
-	m.Body.SetString(fixwire.TagAccount, s.creds.Login)
-	m.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(time.Now()))
+	m := s.positionsRequest(id, fixwire.SubUpdates)
 	err = s.request(ctx, id, m, false, func(r *quickfix.Message) (bool, error) {
 		if str(r, fixwire.TagPosReqResult) != fixwire.PosResultValid {
 			return true, replyError(r)
@@ -596,10 +655,7 @@ func (s *session) Subscribe(ctx context.Context) (<-chan broker.Event, error) {
 		select {
 		case <-ctx.Done():
 			s.endFeed(id)
-			u := newMsg(fixwire.MsgRequestForPositions)
-			u.Body.SetString(fixwire.TagPosReqID, id)
-			u.Body.SetString(fixwire.TagSubReqType, fixwire.SubUnsubscribe)
-			_ = quickfix.SendToTarget(u, s.id)
+			_ = quickfix.SendToTarget(s.positionsRequest(id, fixwire.SubUnsubscribe), s.id)
 		case <-f.done:
 		}
 	}()

@@ -19,6 +19,7 @@ type env struct {
 type envOptions struct {
 	front  fixfront.Options
 	client fix.Config
+	wire   func(raw string) // sees every message the client writes (fix.SetWire)
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -42,6 +43,9 @@ func newEnvFor(t testing.TB, s *sim.Server, o envOptions) *env {
 	b, err := fix.New(cfg)
 	if err != nil {
 		t.Fatalf("fix broker: %v", err)
+	}
+	if o.wire != nil {
+		fix.SetWire(b, o.wire)
 	}
 	return &env{sim: s, front: f, broker: b}
 }

@@ -25,9 +25,12 @@ import (
 type session struct {
 	b     *Broker
 	creds broker.Credentials // the password is needed for every re-logon; never logged
-	id    quickfix.SessionID
-	set   *quickfix.Settings
-	log   zerolog.Logger
+	// dialect is the account's, else the node's; feat what it lets the session use.
+	dialect fixwire.Dialect
+	feat    fixwire.Features
+	id      quickfix.SessionID
+	set     *quickfix.Settings
+	log     zerolog.Logger
 
 	mu       sync.Mutex
 	loggedOn bool
@@ -36,9 +39,13 @@ type session struct {
 	ended    error         // set when the session will not log on again
 	closed   bool
 	pending  map[string]*call
-	feeds    map[string]*feed
-	syms     *symbolTable // of the current logon
-	symsAt   time.Time    // when syms was read
+	// sentSeq maps the MsgSeqNum (34) of every message a pending request sent, in the
+	// current logon, to the request: a venue's Reject (3) names only that (RefSeqNum 45),
+	// a BusinessMessageReject (j) may too.
+	sentSeq map[int]sentRef
+	feeds   map[string]*feed
+	syms    *symbolTable // of the current logon
+	symsAt  time.Time    // when syms was read
 	// symLoading is the symbol list read under way, if any.
 	symLoading *symLoad
 
@@ -69,6 +76,10 @@ func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 		return nil, err
 	}
 	if err := checkLogon(creds); err != nil {
+		return nil, err
+	}
+	dialect, err := accountDialect(creds, cfg)
+	if err != nil {
 		return nil, err
 	}
 	set := quickfix.NewSettings()
@@ -113,11 +124,12 @@ func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 		return nil, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: session settings: %v", err)
 	}
 	s := &session{
-		b: b, creds: creds, id: id, set: set,
+		b: b, creds: creds, id: id, set: set, dialect: dialect, feat: dialect.Features(),
 		log:     cfg.Log.With().Str("login", creds.Login).Logger(),
 		up:      make(chan struct{}),
 		down:    make(chan struct{}),
 		pending: map[string]*call{},
+		sentSeq: map[int]sentRef{},
 		feeds:   map[string]*feed{},
 		events:  make(chan sessEvent, 16),
 		closeCh: make(chan struct{}),
@@ -258,6 +270,7 @@ func (s *session) setDown() {
 	feeds := s.feeds
 	s.feeds = map[string]*feed{}
 	s.syms = nil
+	clear(s.sentSeq) // sequence numbers start again with the next logon
 	s.mu.Unlock()
 	for _, f := range feeds {
 		f.close()
@@ -335,6 +348,13 @@ type call struct {
 	mu     sync.Mutex
 	msgs   []*quickfix.Message
 	notify chan struct{}
+	seqs   []int  // MsgSeqNums of the messages it sent (guarded by session.mu)
+	last   string // the type of the last message it sent (guarded by session.mu)
+}
+
+// sentRef is what a sent message was: the request id it is pending under and its type.
+type sentRef struct {
+	id, msgType string
 }
 
 func (c *call) push(m *quickfix.Message) {
@@ -376,7 +396,12 @@ func (s *session) request(ctx context.Context, id string, m *quickfix.Message, o
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.pending, id)
+		if s.pending[id] == c {
+			delete(s.pending, id)
+		}
+		for _, n := range c.seqs {
+			delete(s.sentSeq, n)
+		}
 		s.mu.Unlock()
 	}()
 	if err := quickfix.SendToTarget(m, s.id); err != nil {
@@ -394,19 +419,28 @@ func (s *session) request(ctx context.Context, id string, m *quickfix.Message, o
 		}
 		return broker.NewError(broker.ErrDisconnected, broker.CodeNoConnection, "fix: %s before the reply", why)
 	}
-	for {
+	// A refusal of the message (Reject, BusinessMessageReject) ends any request at once;
+	// every other reply goes to handle.
+	handleAll := func() (bool, error) {
 		for _, r := range c.take() {
-			if done, err := handle(r); done {
-				return err
+			if err := refusal(r); err != nil {
+				return true, err
 			}
+			if done, err := handle(r); done {
+				return true, err
+			}
+		}
+		return false, nil
+	}
+	for {
+		if done, err := handleAll(); done {
+			return err
 		}
 		select {
 		case <-c.notify:
 		case <-down:
-			for _, r := range c.take() {
-				if done, err := handle(r); done {
-					return err
-				}
+			if done, err := handleAll(); done {
+				return err
 			}
 			return lost("session dropped")
 		case <-ctx.Done():
@@ -419,6 +453,53 @@ func (s *session) request(ctx context.Context, id string, m *quickfix.Message, o
 
 // tagRaw holds, in a received message handed to a request, the raw message (never sent).
 const tagRaw quickfix.Tag = 1 << 30
+
+// refusedError is the venue's refusal of one message we sent (Reject or
+// BusinessMessageReject): msgType is the refused message's type (35). It unwraps to the
+// classified error.
+type refusedError struct {
+	msgType string
+	err     error
+}
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// refusal returns the classified error of a Reject (3) or BusinessMessageReject (j), nil
+// for any other message. A refused message was not processed: nothing executed, so the
+// error is definite — the dialect's class when the venue sends one, else by the reason:
+// a reject that says the venue cannot serve the request now (application or firm not
+// available) is retryable, anything else (unsupported type, a tag the venue does not
+// know, a missing field) permanent, as resending it would be refused again.
+func refusal(r *quickfix.Message) error {
+	mt, _ := r.MsgType()
+	if mt != fixwire.MsgReject && mt != fixwire.MsgBusinessMessageReject {
+		return nil
+	}
+	refType := str(r, fixwire.TagRefMsgType)
+	text := str(r, fixwire.TagText)
+	var err error
+	switch {
+	case str(r, fixwire.TagErrorClass) != "" || str(r, fixwire.TagErrorCode) != "":
+		err = replyError(r)
+	case mt == fixwire.MsgBusinessMessageReject && fixwire.BizRejectRetryable(str(r, fixwire.TagBizRejReason)):
+		err = broker.NewError(broker.ErrRetryable, broker.CodeServerBusy, "fix: the venue cannot serve %s now (BusinessRejectReason %s): %s",
+			fixwire.MsgTypeName(refType), str(r, fixwire.TagBizRejReason), text)
+	case mt == fixwire.MsgBusinessMessageReject:
+		err = broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: the venue refused %s (BusinessRejectReason %s): %s",
+			fixwire.MsgTypeName(refType), str(r, fixwire.TagBizRejReason), text)
+	default:
+		why := ""
+		if v := str(r, fixwire.TagSessionRejReason); v != "" {
+			why += " (SessionRejectReason " + v + ")"
+		}
+		if v := str(r, fixwire.TagRefTagID); v != "" {
+			why += " (tag " + v + ")"
+		}
+		err = broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: the venue rejected %s%s: %s", fixwire.MsgTypeName(refType), why, text)
+	}
+	return &refusedError{msgType: refType, err: err}
+}
 
 // errNoReply marks a request that got no reply in time (the session still up).
 var errNoReply = errors.New("no reply")
@@ -459,14 +540,68 @@ func (s *session) ToAdmin(m *quickfix.Message, _ quickfix.SessionID) {
 		m.Body.SetString(fixwire.TagUsername, logonUser(s.creds))
 		m.Body.SetString(fixwire.TagPassword, s.creds.Password)
 	}
+	if s.b.wire != nil {
+		s.b.wire(m.String())
+	}
 }
 
-// ToApp implements quickfix.Application.
-func (s *session) ToApp(*quickfix.Message, quickfix.SessionID) error { return nil }
+// ToApp implements quickfix.Application: it runs as a message gets its sequence number,
+// before it is written, and remembers that number for the pending request the message
+// belongs to, so a Reject naming only the number (45) finds the request.
+func (s *session) ToApp(m *quickfix.Message, _ quickfix.SessionID) error {
+	mt, _ := m.MsgType()
+	id := str(m, fixwire.RequestIDTag(mt))
+	seq, err := m.Header.GetInt(fixwire.TagMsgSeqNum)
+	if id != "" && err == nil {
+		s.mu.Lock()
+		if c := s.pending[id]; c != nil {
+			c.seqs = append(c.seqs, seq)
+			c.last = mt
+			s.sentSeq[seq] = sentRef{id: id, msgType: mt}
+		}
+		s.mu.Unlock()
+	}
+	if s.b.wire != nil {
+		s.b.wire(m.String())
+	}
+	return nil
+}
+
+// refused hands a Reject (3) or BusinessMessageReject (j) to the request whose message
+// it names: by BusinessRejectRefID (379) when it has one, else by RefSeqNum (45). The
+// referenced message type (372) is filled in from what was sent when the venue left it
+// out. False when no pending request sent it.
+func (s *session) refused(m *quickfix.Message) bool {
+	s.mu.Lock()
+	ref, bySeq := sentRef{}, false
+	if seq, err := m.Body.GetInt(fixwire.TagRefSeqNum); err == nil {
+		ref, bySeq = s.sentSeq[seq]
+	}
+	if id := str(m, fixwire.TagBizRejRefID); id != "" && s.pending[id] != nil && (!bySeq || ref.id != id) {
+		ref = sentRef{id: id, msgType: s.pending[id].last}
+	}
+	s.mu.Unlock()
+	if ref.id == "" {
+		return false
+	}
+	if str(m, fixwire.TagRefMsgType) == "" {
+		m.Body.SetString(fixwire.TagRefMsgType, ref.msgType)
+	}
+	return s.deliver(ref.id, m)
+}
 
 // FromAdmin implements quickfix.Application: a Logout before the logon completed is the
 // venue refusing it.
 func (s *session) FromAdmin(m *quickfix.Message, _ quickfix.SessionID) quickfix.MessageRejectError {
+	if m.IsMsgTypeOf(fixwire.MsgReject) {
+		r := quickfix.NewMessage()
+		m.CopyInto(r)
+		if !s.refused(r) {
+			s.log.Warn().Str("ref_seq_num", str(r, fixwire.TagRefSeqNum)).Str("text", str(r, fixwire.TagText)).
+				Msg("fix: session Reject of a message no request is waiting for; ignored")
+		}
+		return nil
+	}
 	if m.IsMsgTypeOf(fixwire.MsgLogout) {
 		text, _ := m.Body.GetString(fixwire.TagText)
 		s.mu.Lock()
@@ -530,9 +665,12 @@ func (s *session) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.
 			return nil
 		}
 	case fixwire.MsgBusinessMessageReject:
-		if s.deliver(str(fixwire.TagBizRejRefID), m) {
+		if s.refused(m) {
 			return nil
 		}
+		s.log.Warn().Str("ref_msg_type", str(fixwire.TagRefMsgType)).Str("text", str(fixwire.TagText)).
+			Msg("fix: BusinessMessageReject of a message no request is waiting for; ignored")
+		return nil
 	}
 	// Mostly late replies to requests whose callers gave up.
 	s.log.Debug().Str("msg_type", mt).Msg("fix: reply to no pending request; ignored")
@@ -601,6 +739,7 @@ type headerIDs struct {
 func accountIDs(c broker.Credentials, cfg Config) (headerIDs, error) {
 	ids := headerIDs{SenderCompID: cfg.SenderCompID, SenderSubID: cfg.SenderSubID, TargetCompID: cfg.TargetCompID, TargetSubID: cfg.TargetSubID}
 	f := c.FIX
+	f.Dialect = "" // not a header id: an account with only a dialect still reads the server field
 	if f != (broker.FIXSession{}) {
 		for _, v := range []struct{ name, value string }{{"SenderCompID", f.SenderCompID}, {"SenderSubID", f.SenderSubID},
 			{"TargetCompID", f.TargetCompID}, {"TargetSubID", f.TargetSubID}, {"Username", f.Username}} {
@@ -635,6 +774,22 @@ func accountIDs(c broker.Credentials, cfg Config) (headerIDs, error) {
 		ids.SenderCompID = c.Login
 	}
 	return ids, nil
+}
+
+// accountDialect returns the account's dialect, else the node's, and refuses, before
+// anything is sent, a dialect that cannot work as configured: an unknown name, or a dialect
+// without SecurityList and no configured symbol list.
+func accountDialect(c broker.Credentials, cfg Config) (fixwire.Dialect, error) {
+	d, err := fixwire.ParseDialect(c.FIX.Dialect)
+	if err != nil {
+		return "", broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: account setting: %v", err)
+	}
+	d = d.Or(cfg.Dialect).Or(fixwire.DefaultDialect)
+	if !d.Features().SecurityList && len(cfg.Symbols) == 0 {
+		return "", broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
+			"fix: the %s dialect has no SecurityList: configure the venue's symbols (fix.Config.Symbols, --broker 'fix://…?symbols=FILE')", d)
+	}
+	return d, nil
 }
 
 // logonUser returns the Logon's user name (553): the account's FIX setting, else its login.

@@ -22,6 +22,7 @@ import (
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/bridge"
 	"github.com/snapcopier/copier/broker/fix"
+	"github.com/snapcopier/copier/broker/fix/fixwire"
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/internal/copytrace"
 	"github.com/snapcopier/copier/internal/sdnotify"
@@ -45,7 +46,10 @@ with its login and password and the account's FIX session settings (SenderCompID
 server field, else the login);
 ?target-comp-id=, ?target-sub-id= and ?sender-sub-id= set the other header ids;
 ?poll-positions=1s makes master feeds poll positions, for venues that do not report an
-account's trades made outside the session; see broker/fix/FIX.md).
+account's trades made outside the session; ?dialect=fix44 speaks standard FIX 4.4 only to
+accounts that name no dialect (default ctrader), with the venue's symbols from
+?symbols=FILE (a JSON array of {"name", "id", "contract_size", "digits", "min_lot",
+"lot_step", "max_lot"}); see broker/fix/FIX.md).
 
 Configuration errors are reported before anything is touched (exit 2). A database or
 bridge that cannot be reached at start is retried with backoff until it can, or until
@@ -374,6 +378,10 @@ type brokerSpec struct {
 	targetCompID, targetSubID, senderSubID string
 	// pollPositions > 0: master feeds poll positions at this interval (?poll-positions=).
 	pollPositions time.Duration
+	// dialect is the node's FIX dialect (?dialect=; empty: broker/fix's default) and
+	// symbols the venue's symbol list read from ?symbols=FILE.
+	dialect fixwire.Dialect
+	symbols []fix.Symbol
 }
 
 // String describes the broker for logs (it never holds a secret).
@@ -393,7 +401,7 @@ func (b brokerSpec) String() string {
 // fixConfig is the FIX broker configuration of a fix:// spec.
 func (b brokerSpec) fixConfig(log zerolog.Logger) fix.Config {
 	return fix.Config{Addr: b.addr, TLS: b.tls, TargetCompID: b.targetCompID, TargetSubID: b.targetSubID,
-		SenderSubID: b.senderSubID, PollPositions: b.pollPositions, Log: log}
+		SenderSubID: b.senderSubID, PollPositions: b.pollPositions, Dialect: b.dialect, Symbols: b.symbols, Log: log}
 }
 
 // parseBrokerSpec parses --broker: "sim" or "bridge://HOST:PORT".
@@ -444,8 +452,18 @@ func parseBrokerSpec(s string) (brokerSpec, error) {
 					return brokerSpec{}, bad("poll-positions must be a duration of at least 100ms, e.g. 1s")
 				}
 				spec.pollPositions = d
+			case "dialect":
+				d, err := fixwire.ParseDialect(v[0])
+				if err != nil {
+					return brokerSpec{}, bad(err.Error())
+				}
+				spec.dialect = d
+			case "symbols":
+				if spec.symbols, err = readSymbols(v[0]); err != nil {
+					return brokerSpec{}, bad(err.Error())
+				}
 			default:
-				return brokerSpec{}, bad("unknown parameter " + strconv.Quote(k) + " (want target-comp-id, target-sub-id, sender-sub-id or poll-positions)")
+				return brokerSpec{}, bad("unknown parameter " + strconv.Quote(k) + " (want target-comp-id, target-sub-id, sender-sub-id, poll-positions, dialect or symbols)")
 			}
 		}
 	}
@@ -458,6 +476,20 @@ func parseBrokerSpec(s string) (brokerSpec, error) {
 	}
 	spec.addr = u.Host
 	return spec, nil
+}
+
+// readSymbols reads a FIX venue's symbol list file (broker/fix.ParseSymbols).
+func readSymbols(path string) ([]fix.Symbol, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("symbols: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	list, err := fix.ParseSymbols(f)
+	if err != nil {
+		return nil, fmt.Errorf("symbols file %s: %w", path, err)
+	}
+	return list, nil
 }
 
 // redactURL hides the user information of a URL-like string.

@@ -267,10 +267,10 @@ func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
 		"run": {"database-url", "platform", "broker", "bridge-token", "node-id", "capacity", "lease", "fence", "interval",
 			"clock-skew", "http", "log-format", "log-level", "COPIER_BRIDGE_TOKEN"},
 		"sim": {"listen", "seed", "token", "requote-rate", "timeout-rate", "disconnect-rate", "drop-event-rate", "latency",
-			"enforce-tokens", "dedup", "fix", "fix-comp-id"},
+			"enforce-tokens", "dedup", "fix", "fix-comp-id", "fix-dialect"},
 		"demo":        {"database-url", "nodes", "masters", "followers", "http", "duration"},
 		"healthcheck": {"http", "path", "timeout", "COPIER_HTTP"},
-		"stress":      {"database-url", "masters", "followers", "nodes", "rate", "duration", "faults", "seed", "enforce-tokens"},
+		"stress":      {"database-url", "masters", "followers", "nodes", "rate", "duration", "faults", "seed", "enforce-tokens", "find-rate", "trace-copies"},
 	}
 	for cmd, names := range flags {
 		code, _, errs := runCLI(t, nil, cmd, "-h")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/bridge"
+	"github.com/snapcopier/copier/broker/fix/fixwire"
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/broker/sim/fixfront"
 )
@@ -41,6 +42,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dedup := fs.Bool("dedup", false, "answer a repeated request id with its first result instead of executing it again")
 	fixAddr := fs.String("fix", "", "also serve the simulator as a FIX 4.4 acceptor on this TCP address (empty: no FIX)")
 	fixCompID := fs.String("fix-comp-id", fixfront.DefaultCompID, "the FIX acceptor's SenderCompID (clients' TargetCompID)")
+	fixDialect := fs.String("fix-dialect", string(fixwire.DialectCTrader), `the FIX acceptor's dialect: "ctrader" (custom tags, SecurityList, positions, the fence) or "fix44" (strict: the stock FIX 4.4 dictionary, unknown tags refused, no SecurityList, RequestForPositions or CollateralInquiry, fills without position ids)`)
 	logFormat := fs.String("log-format", "json", "log format: json or console")
 	logLevel := fs.String("log-level", "info", "log level: trace, debug, info, warn or error")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
@@ -57,6 +59,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err := checkListenAddr("fix", *fixAddr); err != nil {
 			return usageErr(err)
 		}
+	}
+	dialect, err := fixwire.ParseDialect(*fixDialect)
+	if err != nil || dialect == "" {
+		return usageErr(fmt.Errorf("--fix-dialect %q: want ctrader or fix44", *fixDialect))
 	}
 	for _, r := range []struct {
 		name string
@@ -88,15 +94,15 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	if *fixAddr != "" {
-		front, err := fixfront.Start(*fixAddr, srv, srv, fixfront.Options{CompID: *fixCompID, Log: log})
+		front, err := fixfront.Start(*fixAddr, srv, srv, fixfront.Options{CompID: *fixCompID, Log: log, Strict: dialect == fixwire.DialectFIX44})
 		if err != nil {
 			_ = l.Close()
 			fmt.Fprintf(stderr, "copierd sim: %s\n", oneLine(err))
 			return exitFailure
 		}
 		defer front.Close()
-		fmt.Fprintf(stdout, "sim FIX acceptor on %s (TargetCompID %s)\n", front.Addr(), *fixCompID)
-		log.Info().Str("addr", front.Addr()).Str("comp_id", *fixCompID).Msg("FIX acceptor started")
+		fmt.Fprintf(stdout, "sim FIX acceptor on %s (TargetCompID %s, dialect %s)\n", front.Addr(), *fixCompID, dialect)
+		log.Info().Str("addr", front.Addr()).Str("comp_id", *fixCompID).Str("dialect", string(dialect)).Msg("FIX acceptor started")
 	}
 	bs := bridge.NewServer(srv, srv, bridge.ServerOptions{Token: *token, Logger: log})
 	served := make(chan error, 1)

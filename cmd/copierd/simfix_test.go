@@ -56,6 +56,44 @@ func TestSimServesFIX(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errs, `--fix "nope"`) {
 		t.Fatalf("bad --fix: exit %d stderr %q", code, errs)
 	}
+	code, _, errs = runCLI(t, nil, "sim", "--fix", "127.0.0.1:0", "--fix-dialect", "fix42")
+	if code != exitUsage || !strings.Contains(errs, `--fix-dialect "fix42"`) {
+		t.Fatalf("bad --fix-dialect: exit %d stderr %q", code, errs)
+	}
+}
+
+// TestSimServesStrictFIX: 'copierd sim --fix-dialect fix44' is a venue that knows only
+// standard FIX 4.4: a ctrader client's SecurityListRequest is refused at once, classified.
+func TestSimServesStrictFIX(t *testing.T) {
+	simCLI := startCLI(t, "sim", "--listen", "127.0.0.1:0", "--fix", "127.0.0.1:0", "--fix-dialect", "fix44", "--log-level", "error")
+	var addr string
+	eventually(t, "FIX acceptor", 20*time.Second, func() string {
+		if _, after, ok := strings.Cut(simCLI.stdout.String(), "sim FIX acceptor on "); ok {
+			addr, _, _ = strings.Cut(after, " ")
+			return ""
+		}
+		return "no 'sim FIX acceptor' line"
+	})
+	if !strings.Contains(simCLI.stdout.String(), "dialect fix44") {
+		t.Fatalf("the acceptor line does not name the dialect: %q", simCLI.stdout.String())
+	}
+	b, err := fix.New(fix.Config{Addr: addr, ReplyTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := b.Connect(ctx, broker.Credentials{Login: "fix-cli", Password: "any"})
+	if err != nil {
+		t.Fatalf("connect over FIX: %v", err)
+	}
+	if _, err := s.Symbols(ctx); broker.ClassOf(err) != broker.ErrPermanent || !strings.Contains(err.Error(), "SecurityListRequest") {
+		t.Fatalf("symbols from a strict venue: %v, want a permanent refusal of the SecurityListRequest", err)
+	}
+	_ = s.Close()
+	if code := simCLI.stop(t, 10*time.Second); code != exitOK {
+		t.Fatalf("sim exit %d: %s", code, simCLI.stderr.String())
+	}
 }
 
 // TestRunOverFIXToSim: a node copies through 'copierd sim --fix' over FIX.

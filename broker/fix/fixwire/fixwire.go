@@ -1,7 +1,9 @@
-// Package fixwire is the FIX 4.4 dialect shared by the copier's FIX broker (broker/fix) and
+// Package fixwire is the FIX 4.4 wire shared by the copier's FIX broker (broker/fix) and
 // the simulator's FIX front (broker/sim/fixfront): message types, the standard and custom
-// tags they use, value formats (prices, units, times) and the mapping between broker error
-// classes and what a reject carries. FIX.md beside broker/fix describes the flows.
+// tags they use, value formats (prices, units, times), the mapping between broker error
+// classes and what a reject carries, the dialects (which custom tags and messages a venue
+// takes) and the stock FIX 4.4 dictionary a strict venue validates against. FIX.md beside
+// broker/fix describes the flows.
 package fixwire
 
 import (
@@ -37,7 +39,49 @@ const (
 	MsgCollateralInquiry      = "BB"
 	MsgCollateralReport       = "BA"
 	MsgBusinessMessageReject  = "j"
+	MsgReject                 = "3"
 )
+
+// msgTypeNames names the message types used, for errors and logs.
+var msgTypeNames = map[string]string{
+	MsgLogon: "Logon", MsgLogout: "Logout", MsgNewOrderSingle: "NewOrderSingle", MsgOrderCancelReplace: "OrderCancelReplaceRequest",
+	MsgOrderCancelReject: "OrderCancelReject", MsgExecutionReport: "ExecutionReport", MsgOrderStatusRequest: "OrderStatusRequest",
+	MsgRequestForPositions: "RequestForPositions", MsgRequestForPositionsAck: "RequestForPositionsAck", MsgPositionReport: "PositionReport",
+	MsgSecurityListRequest: "SecurityListRequest", MsgSecurityList: "SecurityList", MsgCollateralInquiry: "CollateralInquiry",
+	MsgCollateralReport: "CollateralReport", MsgBusinessMessageReject: "BusinessMessageReject", MsgReject: "Reject",
+}
+
+// MsgTypeName names a message type: "NewOrderSingle (D)"; "a message" when mt is empty.
+func MsgTypeName(mt string) string {
+	if mt == "" {
+		return "a message"
+	}
+	if n, ok := msgTypeNames[mt]; ok {
+		return n + " (" + mt + ")"
+	}
+	return "message type " + mt
+}
+
+// RequestIDTag is the tag that identifies the request a message of type mt belongs to
+// (0 for a type that is not a request of ours).
+func RequestIDTag(mt string) quickfix.Tag {
+	switch mt {
+	case MsgNewOrderSingle, MsgOrderCancelReplace, MsgOrderStatusRequest:
+		return TagClOrdID
+	case MsgRequestForPositions:
+		return TagPosReqID
+	case MsgSecurityListRequest:
+		return TagSecurityReqID
+	case MsgCollateralInquiry:
+		return TagCollInquiryID
+	}
+	return 0
+}
+
+// BizRejectRetryable reports whether a BusinessRejectReason (380) says the venue cannot
+// serve the request now rather than never: 4 application not available, 7 DeliverTo firm
+// not available at this time.
+func BizRejectRetryable(reason string) bool { return reason == "4" || reason == "7" }
 
 // Standard tags not in the generated tag package under a short name, and cTrader's
 // symbol tags.
@@ -52,6 +96,7 @@ const (
 const (
 	TagLeaseEpoch   quickfix.Tag = 9001 // the sender's fencing token (broker.Order.Token)
 	TagNodeID       quickfix.Tag = 9002 // the sending node, for the venue's order log
+	TagDeadline     quickfix.Tag = 9003 // the order's absolute deadline (broker.Order.Deadline, UTCTimestamp)
 	TagStopLoss     quickfix.Tag = 9010 // position stop-loss price (0 = none)
 	TagTakeProfit   quickfix.Tag = 9011 // position take-profit price (0 = none)
 	TagMagic        quickfix.Tag = 9012 // MetaTrader magic number
@@ -119,6 +164,12 @@ const (
 	TagRefMsgType         = tag.RefMsgType
 	TagBizRejRefID        = tag.BusinessRejectRefID
 	TagBizRejReason       = tag.BusinessRejectReason
+	TagRefSeqNum          = tag.RefSeqNum
+	TagRefTagID           = tag.RefTagID
+	TagSessionRejReason   = tag.SessionRejectReason
+	TagMsgSeqNum          = tag.MsgSeqNum
+	TagAccountType        = tag.AccountType
+	TagClearingBizDate    = tag.ClearingBusinessDate
 	TagUsername           = tag.Username
 	TagPassword           = tag.Password
 	TagOrigClOrdID        = tag.OrigClOrdID
@@ -234,6 +285,8 @@ func ClassOfCode(c broker.Code) error {
 		return broker.ErrDisconnected
 	case broker.CodeFencedToken:
 		return broker.ErrFenced
+	case broker.CodeExpired:
+		return broker.ErrExpired
 	}
 	return nil
 }

@@ -3,8 +3,10 @@
 // password (554), sequence numbers reset on every logon, numeric symbol ids from
 // SecurityListRequest, hedged positions closed by position id (PosMaintRptID, 721),
 // ClOrdID duplicates refused unless PossResend (97), the server's faults shown as a venue
-// shows them and the lease-epoch token carried in a custom tag. It is `copierd sim --fix`
-// and the counterparty of broker/fix's tests. The dialect is broker/fix/fixwire.
+// shows them, and the fence carried in custom tags: an order that arrives after its
+// deadline (9003) is refused, its lease-epoch token (9001) goes on to the server. Options.
+// Strict makes it a venue that knows only standard FIX 4.4 instead. It is `copierd sim
+// --fix` and the counterparty of broker/fix's tests. The dialect is broker/fix/fixwire.
 package fixfront
 
 import (
@@ -39,6 +41,16 @@ type Options struct {
 	// OnOrder, when set, is called as an order message arrives (before it is processed).
 	// Tests use it to act while an order is in flight.
 	OnOrder func(login, clOrdID string)
+	// Now is the front's clock for an order's deadline (9003); default time.Now.
+	Now func() time.Time
+	// Strict makes the front a venue that knows only standard FIX 4.4 (`copierd sim
+	// --fix-dialect fix44`): every application message is validated against the stock
+	// FIX 4.4 dictionary, a tag it does not define for the message type (our custom tags
+	// included) is refused with a session Reject (3); SecurityListRequest,
+	// RequestForPositions and CollateralInquiry are refused as unsupported
+	// (BusinessMessageReject, 380=3); fills carry no position id (721) and rejects no
+	// custom tags.
+	Strict bool
 }
 
 // optionsReader is what a backing server may offer beyond broker.Controller: its current
@@ -88,6 +100,9 @@ type LogonRecord struct {
 func Start(addr string, b broker.Broker, ctl broker.Controller, opts Options) (*Front, error) {
 	if opts.CompID == "" {
 		opts.CompID = DefaultCompID
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	host, port, err := freeAddr(addr)
 	if err != nil {
@@ -380,6 +395,16 @@ func (f *Front) FromApp(msg *quickfix.Message, id quickfix.SessionID) quickfix.M
 	mt, err := msg.MsgType()
 	if err != nil {
 		return err
+	}
+	if f.opts.Strict {
+		if rej := fixwire.ValidateStock(msg); rej != nil {
+			f.log.Warn().Str("login", s.login).Str("msg_type", mt).Err(rej).Msg("fix: message refused by the stock FIX 4.4 dictionary")
+			return rej
+		}
+		switch mt {
+		case fixwire.MsgSecurityListRequest, fixwire.MsgRequestForPositions, fixwire.MsgCollateralInquiry:
+			return quickfix.UnsupportedMessageType()
+		}
 	}
 	m := quickfix.NewMessage()
 	msg.CopyInto(m)

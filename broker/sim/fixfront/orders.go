@@ -144,13 +144,20 @@ func (s *fsession) resolve(m *quickfix.Message, clOrdID string, id uuid.UUID) *q
 func (s *fsession) process(mt string, m *quickfix.Message, clOrdID string, e *orderEntry) {
 	defer close(e.done)
 	ctx := context.Background()
-	ord := orderHeader(m, clOrdID)
+	ord, err := orderHeader(m, clOrdID)
+	if err == nil {
+		err = s.f.refuseExpired(ord)
+	}
+	if err != nil {
+		// Refused before it reaches the server: it never executes.
+		e.reply = s.reject(mt, m, clOrdID, fixwire.RejOther, err)
+		return
+	}
 	ticket, _ := strconv.ParseInt(mustString(m, fixwire.TagPosMaintRptID), 10, 64)
 	symID, _ := m.Body.GetString(fixwire.TagSymbol)
 
 	var (
 		res  broker.OrderResult
-		err  error
 		sp   broker.SymbolSpec
 		side broker.Side
 	)
@@ -204,6 +211,16 @@ func (s *fsession) process(mt string, m *quickfix.Message, clOrdID string, e *or
 	s.send(e.reply)
 }
 
+// refuseExpired refuses an order that arrived after its deadline, by the front's clock,
+// before it reaches the server behind (the bridge server does the same): ErrExpired, never
+// executed. The deadline also goes on to the server, which checks it again when it runs.
+func (f *Front) refuseExpired(o broker.Order) error {
+	if now := f.opts.Now(); o.Expired(now) {
+		return broker.NewError(broker.ErrExpired, broker.CodeExpired, "fix front: order arrived %v after its deadline", now.Sub(o.Deadline))
+	}
+	return nil
+}
+
 func mustString(m *quickfix.Message, t quickfix.Tag) string {
 	v, _ := m.Body.GetString(t)
 	return v
@@ -215,7 +232,9 @@ func (s *fsession) fill(mt string, m *quickfix.Message, clOrdID string, sp broke
 	r.Body.SetString(fixwire.TagClOrdID, clOrdID)
 	r.Body.SetString(fixwire.TagOrderID, s.f.nextID("o"))
 	r.Body.SetString(fixwire.TagExecID, s.f.nextID("e"))
-	r.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(res.Ticket, 10))
+	if !s.f.opts.Strict { // a plain FIX 4.4 fill names no position
+		r.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(res.Ticket, 10))
+	}
 	r.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(res.ServerTime))
 	if mt == fixwire.MsgOrderCancelReplace {
 		r.Body.SetString(fixwire.TagOrigClOrdID, mustString(m, fixwire.TagOrigClOrdID))
@@ -269,7 +288,7 @@ func (s *fsession) reject(mt string, m *quickfix.Message, clOrdID, reason string
 		r.Body.SetString(fixwire.TagCumQty, "0")
 	}
 	r.Body.SetString(fixwire.TagClOrdID, clOrdID)
-	setError(&r.Body, err)
+	s.setError(&r.Body, err)
 	s.send(r)
 	return r
 }

@@ -127,12 +127,22 @@ func requestID(clOrdID string) uuid.UUID {
 	return uuid.NewSHA1(uuid.NameSpaceOID, []byte("fix-clordid:"+clOrdID))
 }
 
-// orderHeader reads what every order carries.
-func orderHeader(m *quickfix.Message, clOrdID string) broker.Order {
+// orderHeader reads what every order carries: the request id, the fence (token 9001,
+// deadline 9003) and the node. A deadline that is present but unreadable is an error: the
+// order must not run without the bound its sender gave it.
+func orderHeader(m *quickfix.Message, clOrdID string) (broker.Order, error) {
 	token, _ := m.Body.GetString(fixwire.TagLeaseEpoch)
 	node, _ := m.Body.GetString(fixwire.TagNodeID)
 	t, _ := strconv.ParseInt(token, 10, 64)
-	return broker.Order{RequestID: requestID(clOrdID), Token: t, Node: node}
+	o := broker.Order{RequestID: requestID(clOrdID), Token: t, Node: node}
+	if v, _ := m.Body.GetString(fixwire.TagDeadline); v != "" {
+		d, err := fixwire.ParseTime(v)
+		if err != nil {
+			return o, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "deadline (%d) %q is not a UTCTimestamp", fixwire.TagDeadline, v)
+		}
+		o.Deadline = d
+	}
+	return o, nil
 }
 
 func getFloat(fm quickfix.Body, t quickfix.Tag) float64 {
@@ -174,13 +184,17 @@ func (s *fsession) businessReject(refMsgType, refID string, err error) {
 	r.Body.SetString(fixwire.TagRefMsgType, refMsgType)
 	r.Body.SetString(fixwire.TagBizRejRefID, refID)
 	r.Body.SetInt(fixwire.TagBizRejReason, 0)
-	setError(&r.Body, err)
+	s.setError(&r.Body, err)
 	s.send(r)
 }
 
-// setError writes a classified error: text, code and class.
-func setError(fm *quickfix.Body, err error) {
+// setError writes a classified error: text, code and class (text only in strict mode: a
+// plain FIX 4.4 venue has no tags for the others).
+func (s *fsession) setError(fm *quickfix.Body, err error) {
 	fm.SetString(fixwire.TagText, err.Error())
+	if s.f.opts.Strict {
+		return
+	}
 	if te, ok := asTradeError(err); ok {
 		fm.SetInt(fixwire.TagErrorCode, int(te.Code))
 	}
@@ -212,7 +226,7 @@ func (s *fsession) securityList(m *quickfix.Message) {
 		r := newMsg(fixwire.MsgSecurityList)
 		r.Body.SetString(fixwire.TagSecurityReqID, id)
 		r.Body.SetInt(fixwire.TagSecReqResult, 5) // instrument data temporarily unavailable
-		setError(&r.Body, err)
+		s.setError(&r.Body, err)
 		s.send(r)
 		s.afterError(err)
 		return
@@ -303,7 +317,7 @@ func (s *fsession) positions(m *quickfix.Message) {
 	if err != nil {
 		ack.Body.SetString(fixwire.TagPosReqResult, fixwire.PosResultOther)
 		ack.Body.SetString(fixwire.TagPosReqStatus, fixwire.PosStatusReject)
-		setError(&ack.Body, err)
+		s.setError(&ack.Body, err)
 		s.send(ack)
 		s.afterError(err)
 		return
@@ -339,7 +353,7 @@ func (s *fsession) subscribe(id string) {
 		cancel()
 		ack.Body.SetString(fixwire.TagPosReqResult, fixwire.PosResultOther)
 		ack.Body.SetString(fixwire.TagPosReqStatus, fixwire.PosStatusReject)
-		setError(&ack.Body, err)
+		s.setError(&ack.Body, err)
 		s.send(ack)
 		s.afterError(err)
 		return

@@ -564,7 +564,8 @@ func accountFromForm(r *http.Request, fe *fieldErrs, create bool) *accountInput 
 	in := &accountInput{Role: formStr(r, "role"), Platform: formStr(r, "platform"), Login: formStr(r, "login"), Server: formStr(r, "server"),
 		CloseOnly: formStr(r, "close_only"), FIX: &store.FIXSession{SenderCompID: r.PostFormValue("fix_sender_comp_id"),
 			SenderSubID: r.PostFormValue("fix_sender_sub_id"), TargetCompID: r.PostFormValue("fix_target_comp_id"),
-			TargetSubID: r.PostFormValue("fix_target_sub_id"), Username: r.PostFormValue("fix_username")}}
+			TargetSubID: r.PostFormValue("fix_target_sub_id"), Username: r.PostFormValue("fix_username"),
+			Dialect: r.PostFormValue("fix_dialect")}}
 	on := r.PostFormValue("enabled") == "on" || r.PostFormValue("enabled") == "true"
 	in.Enabled = &on
 	if create {

@@ -37,6 +37,7 @@ type fixJSON struct {
 	TargetCompID string `json:"target_comp_id"`
 	TargetSubID  string `json:"target_sub_id"`
 	Username     string `json:"username"`
+	Dialect      string `json:"dialect"`
 }
 
 func TestAccountsAPI(t *testing.T) {
@@ -459,7 +460,8 @@ func TestFIXSessionForm(t *testing.T) {
 	b := e.login()
 	csrf := b.csrf("/accounts/new")
 	form := url.Values{"csrf": {csrf}, "id": {"5"}, "role": {"follower"}, "platform": {"fix"}, "login": {"55"}, "enabled": {"on"},
-		"fix_sender_comp_id": {"demo broker"}, "fix_target_comp_id": {"cServer"}, "fix_target_sub_id": {"TRADE"}, "fix_username": {"55"}}
+		"fix_sender_comp_id": {"demo broker"}, "fix_target_comp_id": {"cServer"}, "fix_target_sub_id": {"TRADE"}, "fix_username": {"55"},
+		"fix_dialect": {"fix44"}}
 	r := b.post("/accounts/new", form)
 	if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, "must not contain spaces") || !strings.Contains(r.body, `value="cServer"`) {
 		t.Fatalf("bad SenderCompID: %d, want the field's error and the typed values back", r.status)
@@ -469,7 +471,7 @@ func TestFIXSessionForm(t *testing.T) {
 		t.Fatalf("form create: %d %s", r.status, r.body)
 	}
 	if page := b.get("/accounts/5").body; !strings.Contains(page, `id="fix-session"`) ||
-		!strings.Contains(page, "SenderCompID demo.broker.55 · TargetCompID cServer · TargetSubID TRADE · user 55") {
+		!strings.Contains(page, "SenderCompID demo.broker.55 · TargetCompID cServer · TargetSubID TRADE · user 55 · dialect fix44") {
 		t.Fatal("the account page does not show the FIX settings")
 	}
 	e.seed(6, store.RoleFollower, "mt5", "66")
@@ -477,7 +479,7 @@ func TestFIXSessionForm(t *testing.T) {
 		t.Fatal("an account without FIX settings shows a FIX session")
 	}
 	edit := b.get("/accounts/5/edit").body
-	for _, v := range []string{`value="demo.broker.55"`, `value="cServer"`, `value="TRADE"`, `id="fix_username" name="fix_username" value="55"`} {
+	for _, v := range []string{`value="demo.broker.55"`, `value="cServer"`, `value="TRADE"`, `id="fix_username" name="fix_username" value="55"`, `<option value="fix44" selected>`} {
 		if !strings.Contains(edit, v) {
 			t.Fatalf("edit page lacks %s", v)
 		}
@@ -535,6 +537,7 @@ func TestFIXSessionAPI(t *testing.T) {
 		{"not an object", `"demo.broker.7@cServer"`, 400, "", `field "fix"`},
 		{"number id", `{"sender_comp_id":7}`, 400, "", `want a string`},
 		{"password inside", `{"password":"p"}`, 400, "", `unknown field "fix.password"`},
+		{"unknown dialect", `{"dialect":"fix42"}`, 422, "fix.dialect", "ctrader, fix44"},
 	} {
 		for _, req := range []struct{ method, path, body string }{
 			{"POST", "/api/accounts", `{"id":8,"role":"follower","platform":"ctrader","login":"8","fix":` + c.fix + `}`},
@@ -572,6 +575,7 @@ func TestFIXSessionAPI(t *testing.T) {
 		{"null", `{"fix":null}`, want, false},
 		{"trimmed", `{"fix":{"sender_comp_id":"  demo.broker.7b ","target_comp_id":"cServer"}}`, fixJSON{SenderCompID: "demo.broker.7b", TargetCompID: "cServer"}, true},
 		{"user name only", `{"fix":{"username":"seven"}}`, fixJSON{Username: "seven"}, true},
+		{"dialect", `{"fix":{"username":"seven","dialect":" fix44 "}}`, fixJSON{Username: "seven", Dialect: "fix44"}, true},
 		{"removed", `{"fix":{}}`, fixJSON{}, true},
 	} {
 		r := e.do("PATCH", "/api/accounts/7", rawBody(c.body), bearer)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/snapcopier/copier/broker/fix/fixwire"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/reconcile/protect"
 	"github.com/snapcopier/copier/store"
@@ -125,6 +126,20 @@ func checkFIX(fe *fieldErrs, f *store.FIXSession) {
 			fe.add(v.field, "must not contain spaces or '='")
 		}
 	}
+	if d, err := fixwire.ParseDialect(f.Dialect); err != nil {
+		fe.add("fix.dialect", fmt.Sprintf("must be empty (the node's default) or one of %s", dialectNames()))
+	} else {
+		f.Dialect = string(d)
+	}
+}
+
+// dialectNames lists the FIX dialects, for messages.
+func dialectNames() string {
+	names := make([]string, len(fixwire.Dialects))
+	for i, d := range fixwire.Dialects {
+		names[i] = string(d)
+	}
+	return strings.Join(names, ", ")
 }
 
 // checkText validates a free-text field and returns it trimmed.

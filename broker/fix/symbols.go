@@ -1,0 +1,96 @@
+package fix
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/snapcopier/copier/broker"
+)
+
+// checkSymbols refuses a configured symbol list that cannot be traded as it is: a missing
+// or repeated name or venue id, a contract size, lot minimum or step that is not
+// positive, a maximum below the minimum, digits outside 0..maxDigits.
+func checkSymbols(list []Symbol) error {
+	names, ids := map[string]bool{}, map[string]bool{}
+	for i, sy := range list {
+		id := sy.venueID()
+		bad := func(why string) error { return fmt.Errorf("fix: configured symbol %d (%q): %s", i+1, sy.Name, why) }
+		switch {
+		case sy.Name == "":
+			return bad("no name")
+		case names[sy.Name]:
+			return bad("the name is listed twice")
+		case ids[id]:
+			return bad(fmt.Sprintf("the venue id %q is listed twice", id))
+		case checkID("", id) != nil:
+			return bad("the venue id has a space, '=' or a control character")
+		case !(sy.ContractSize > 0) || math.IsInf(sy.ContractSize, 0):
+			return bad("the contract size must be positive")
+		case !(sy.MinLot > 0) || !(sy.LotStep > 0):
+			return bad("the lot minimum and step must be positive")
+		case sy.MaxLot != 0 && sy.MaxLot < sy.MinLot:
+			return bad("the lot maximum is below the minimum")
+		case sy.Digits < 0 || sy.Digits > maxDigits:
+			return bad(fmt.Sprintf("digits must be 0..%d", maxDigits))
+		}
+		names[sy.Name], ids[id] = true, true
+	}
+	return nil
+}
+
+// venueID is the symbol's Symbol (55) on the wire.
+func (sy Symbol) venueID() string {
+	if sy.ID != "" {
+		return sy.ID
+	}
+	return sy.Name
+}
+
+// configuredTable is the symbol table of the configured list (no SecurityList).
+func configuredTable(list []Symbol) *symbolTable {
+	t := &symbolTable{byName: map[string]string{}, byID: map[string]broker.SymbolSpec{}}
+	for _, sy := range list {
+		sp := sy.SymbolSpec
+		sp.Point = math.Pow10(-sp.Digits)
+		sp.TradeAllowed = true
+		t.list = append(t.list, sp)
+		t.byName[sp.Name] = sy.venueID()
+		t.byID[sy.venueID()] = sp
+	}
+	return t
+}
+
+// symbolJSON is one entry of a symbol list file (ParseSymbols).
+type symbolJSON struct {
+	Name         string  `json:"name"`
+	ID           string  `json:"id"`
+	ContractSize float64 `json:"contract_size"`
+	Digits       int     `json:"digits"`
+	MinLot       float64 `json:"min_lot"`
+	LotStep      float64 `json:"lot_step"`
+	MaxLot       float64 `json:"max_lot"`
+}
+
+// ParseSymbols reads a configured symbol list, a JSON array of
+// {"name", "id" (the venue's Symbol (55); default the name), "contract_size", "digits",
+// "min_lot", "lot_step", "max_lot" (0: no maximum)}, and checks it as Config.Symbols is
+// checked. Unknown keys are refused.
+func ParseSymbols(r io.Reader) ([]Symbol, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var in []symbolJSON
+	if err := dec.Decode(&in); err != nil {
+		return nil, fmt.Errorf("fix: symbol list: %w", err)
+	}
+	out := make([]Symbol, len(in))
+	for i, e := range in {
+		out[i] = Symbol{ID: e.ID, SymbolSpec: broker.SymbolSpec{Name: e.Name, ContractSize: e.ContractSize, Digits: e.Digits,
+			MinLot: e.MinLot, LotStep: e.LotStep, MaxLot: e.MaxLot}}
+	}
+	if err := checkSymbols(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
