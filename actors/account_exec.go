@@ -58,9 +58,14 @@ func (a *accountActor) send(act reconcile.Action) follower.OrderOutcome {
 
 // orderFor is the Order of one broker request under ticket tk, with the context that
 // bounds it: both end with the trust of tk (and the context with the order timeout too).
+// Both derive from the ticket's end (tk.Until), never from the trust left at the check:
+// a pause since the check shortens them. The wall clock is read before the gate's, so
+// the wire deadline is never after the trust's end.
 func (a *accountActor) orderFor(tk leasekeeper.Ticket, id uuid.UUID) (context.Context, context.CancelFunc, broker.Order) {
-	ctx, cancel := context.WithTimeout(context.Background(), min(a.e.cfg.OrderTimeout, tk.Remaining))
-	o := broker.Order{RequestID: id, Token: tk.Epoch, Node: a.e.cfg.NodeID, Deadline: a.e.now().Add(tk.Remaining)}
+	wall := a.e.now()
+	left := tk.Left()
+	ctx, cancel := context.WithTimeout(context.Background(), min(a.e.cfg.OrderTimeout, left))
+	o := broker.Order{RequestID: id, Token: tk.Epoch, Node: a.e.cfg.NodeID, Deadline: wall.Add(left)}
 	return ctx, cancel, o
 }
 
