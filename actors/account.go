@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -42,16 +43,22 @@ type accountActor struct {
 	session broker.Session
 	masters map[int64]store.Account  // the masters of the load being stepped, for followMasters
 	feeds   map[int64]broker.Session // master sessions, by master id
-	sent    requestIDs               // request ids of orders: see requestID
+	sent    requestIDs               // request ids of orders, and those of unknown outcome
+	// inFlight is where the actor leaves, when it stops, until when (gate clock, Unix ns;
+	// 0: nothing) an order of unknown outcome may still execute: the Supervisor reads it
+	// once the actor has ended, and the lease is held back until then.
+	inFlight *atomic.Int64
 
 	equityTimer   bool // an equityDue is scheduled
 	equityReading bool // an equity read is in flight
 }
 
-func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate) actor.Producer {
+func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate, inFlight *atomic.Int64) actor.Producer {
 	return func() actor.Actor {
 		return &accountActor{e: e, id: id, epoch: epoch, gate: gate, board: e.board.get(id), feeds: map[int64]broker.Session{},
-			core: follower.New(follower.Options{ReconcileEvery: e.cfg.ReconcileEvery, Lease: gate.HoldsLease})}
+			core:     follower.New(follower.Options{ReconcileEvery: e.cfg.ReconcileEvery, Lease: gate.HoldsLease}),
+			sent:     requestIDs{margin: e.cfg.Lease.ClockSkew + e.cfg.Lease.MaxDrift()},
+			inFlight: inFlight}
 	}
 }
 
@@ -79,6 +86,9 @@ func (a *accountActor) Receive(ctx actor.Context) {
 		})
 		a.carry(ctx, a.core.Start(last))
 	case *actor.Stopping:
+		if until, ok := a.sent.inFlight(a.e.clock.Now()); ok {
+			a.inFlight.Store(until.UnixNano())
+		}
 		a.carry(ctx, a.core.Stop())
 		if a.session != nil {
 			_ = a.session.Close()

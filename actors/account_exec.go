@@ -19,8 +19,8 @@ import (
 const maxAttempts = 3
 
 // send checks the gate immediately before every attempt, then sends the order with the
-// lease epoch and a request id derived from what the order is (requestID): the same
-// after an unknown outcome, new after any known one. Retryable errors are retried with
+// lease epoch and a request id (requestIDs: new for every order, the same for the resend
+// of an order whose outcome is unknown while it may still execute). Retryable errors are retried with
 // growing pauses. A closed gate (or a halted node) sends nothing: Dropped.
 //
 // The gate check returns a ticket (epoch and trust left, read together once); the order's
@@ -41,9 +41,10 @@ func (a *accountActor) send(act reconcile.Action) follower.OrderOutcome {
 			return follower.OrderOutcome{Dropped: true}
 		}
 		key := requestKey(a.id, tk.Epoch, act)
+		id := a.sent.next(key, tk.At)
 		out.SentAt = a.e.now()
-		out.Result, out.Err = a.call(act, tk, a.sent.next(key))
-		a.sent.settled(key, out.Err)
+		out.Result, out.Err = a.call(act, tk, id)
+		a.sent.settled(key, id, tk.Until, a.e.clock.Now(), out.Err)
 		if out.Err == nil {
 			a.e.metrics.OrdersOK.Add(1)
 			return out
