@@ -259,7 +259,7 @@ func (n *Node) listen(pool *pgxpool.Pool) {
 					wake() // releases sent while it was away were lost
 				} else if up {
 					reconnect = true // the first cycle at start claims what is free
-				} else {
+				} else if ctx.Err() == nil { // a stop ends the connection: not lost, and quiet
 					n.e.log.Warn().Msg("release listener lost its connection; reconnecting (claims follow the interval meanwhile)")
 				}
 			},
