@@ -363,9 +363,10 @@ func (n *Node) SetDraining(draining bool) {
 	n.system.Root.Send(n.keeper, leasekeeper.SetDraining{Draining: draining})
 }
 
-// Stop shuts the node down cleanly: every AccountActor stops (finishing its in-flight
-// order), the buffered statuses are written, every lease is released so other nodes can
-// claim at once, and the actor system ends. Safe to call more than once.
+// Stop shuts the node down cleanly: every gate closes, every AccountActor stops (finishing
+// its in-flight order), the buffered statuses are written, the leases of the accounts
+// whose actors ended with nothing in flight are released so other nodes can claim at once
+// (the others run out), and the actor system ends. Safe to call more than once.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		n.endListen()

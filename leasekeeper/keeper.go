@@ -34,7 +34,7 @@ type KeeperConfig struct {
 	OnCycle func(CycleReport)
 	// Cycle runs one lease cycle; default store.LeaseCycle on Pool. Tests inject a fake.
 	Cycle func(ctx context.Context, req store.CycleRequest) (store.CycleResult, error)
-	// Release gives back every held lease at shutdown; default store.ReleaseAll on Pool.
+	// Release gives back the leases a shutdown may release; default store.ReleaseAll on Pool.
 	Release func(ctx context.Context, node string, held []store.Held) (int64, error)
 	// WakeJitter bounds the random delay between a Wake and its claim (default 100 ms), so
 	// that the nodes woken by one release do not all claim at the same instant.

@@ -44,8 +44,9 @@ type StopSome struct{ IDs []int64 }
 // clock): those are not released before then.
 type SomeStopped struct{ HeldBack map[int64]time.Time }
 
-// Shutdown asks the LeaseKeeper for a clean shutdown: stop the accounts, then release
-// every lease, all before Deadline (zero: DefaultShutdownTimeout from now). It answers
+// Shutdown asks the LeaseKeeper for a clean shutdown: close every gate, stop the accounts,
+// flush, then release the leases of the accounts that ended with nothing in flight, all
+// before Deadline (zero: DefaultShutdownTimeout from now). It answers
 // ShutdownDone.
 type Shutdown struct{ Deadline time.Time }
 
