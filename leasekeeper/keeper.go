@@ -664,7 +664,11 @@ func (k *Keeper) finishHandOff(m handedOff) {
 		k.handedOff[h.ID] = h.Epoch
 	}
 	k.held = slices.DeleteFunc(k.held, func(h store.Held) bool { return gone[h.ID] })
-	if m.err != nil {
+	switch {
+	case errors.Is(m.err, errHeldBack):
+		k.cfg.Logger.Info().Int("accounts", len(m.held)).Msg("hand-off held back until an order of unknown outcome can no longer execute")
+		return
+	case m.err != nil:
 		k.cfg.Logger.Warn().Int("accounts", len(m.held)).Err(m.err).Msg("hand-off ended without a release; the leases will run out instead")
 		return
 	}
