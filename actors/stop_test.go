@@ -15,6 +15,7 @@ import (
 
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -122,4 +123,65 @@ func TestSessionConnectedAfterItsAccountStoppedIsClosed(t *testing.T) {
 	c.eventually("the late session closed", 30*time.Second, func() (bool, string) {
 		return b.opened.Load() == 1 && b.open.Load() == 0, fmt.Sprintf("%d connected, %d open", b.opened.Load(), b.open.Load())
 	})
+}
+
+// stuckBroker holds the first order of one login (a driver stuck on the wire) until
+// released.
+type stuckBroker struct {
+	broker.Broker
+	login   string
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (b *stuckBroker) Connect(ctx context.Context, c broker.Credentials) (broker.Session, error) {
+	s, err := b.Broker.Connect(ctx, c)
+	if err != nil || c.Login != b.login {
+		return s, err
+	}
+	return &stuckSession{Session: s, b: b}, nil
+}
+
+type stuckSession struct {
+	broker.Session
+	b *stuckBroker
+}
+
+func (s *stuckSession) Open(ctx context.Context, r broker.OpenRequest) (broker.OrderResult, error) {
+	s.b.once.Do(func() { close(s.b.entered) })
+	<-s.b.release
+	return s.Session.Open(ctx, r)
+}
+
+// TestStopReleasesNoAccountStillSending: one account's actor is stuck sending an order
+// when the node stops, past the stop's budget for the accounts. Its lease is not released
+// (a new owner would copy beside that order); every other account's is.
+func TestStopReleasesNoAccountStillSending(t *testing.T) {
+	c := newCluster(t, 1, 3)
+	victim := c.followers[0]
+	b := &stuckBroker{Broker: c.sim, login: fmt.Sprintf("f%d", victim), entered: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(func() { close(b.release) })
+	n, err := actors.Start(context.Background(), actors.Config{NodeID: "n1", Platform: "sim", Capacity: 100, Lease: leasekeeper.DefaultConfig(), ReconcileEvery: -1},
+		actors.Deps{Pool: c.db.NewPool(t, store.Options{}), Broker: b, Logger: zerolog.Nop(), Observe: c.signals.Add})
+	must(t, err)
+	c.eventually("n1 owns all", 30*time.Second, c.allOwned("n1"))
+	c.awaitIdle("followers idle", 0, c.followers)
+	c.masterOpen(1, "EURUSD", broker.Buy, 0.1, 0, 0)
+	select {
+	case <-b.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the victim never sent its order")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	_ = n.Stop(ctx)
+	for id, r := range c.owners() {
+		switch {
+		case id == victim && r.NodeID != "n1":
+			t.Errorf("account %d, still sending at the stop, was released (owner %q)", id, r.NodeID)
+		case id != victim && r.NodeID != "":
+			t.Errorf("account %d still owned by %q after the stop", id, r.NodeID)
+		}
+	}
 }
