@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -21,8 +22,7 @@ type loaded struct {
 	prot        store.Protection
 	tickets     []store.TicketRow // when withTickets
 	withTickets bool
-	session     broker.Session
-	err         error
+	err         error // the session, when one was asked for, is in the actor's inbox
 }
 
 type retryLoad struct{}
@@ -40,9 +40,14 @@ type accountActor struct {
 	core  *follower.Core
 
 	session broker.Session
+	inbox   *sessionInbox            // where the Loader leaves a connected session
 	masters map[int64]store.Account  // the masters of the load being stepped, for followMasters
 	feeds   map[int64]broker.Session // master sessions, by master id
-	sent    requestIDs               // request ids of orders: see requestID
+	sent    requestIDs               // request ids of orders, and those of unknown outcome
+	// inFlight is where the actor leaves, when it stops, until when (gate clock, Unix ns;
+	// 0: nothing) an order of unknown outcome may still execute: the Supervisor reads it
+	// once the actor has ended, and the lease is held back until then.
+	inFlight *atomic.Int64
 
 	equityTimer   bool // an equityDue is scheduled
 	equityReading bool // an equity read is in flight
@@ -50,10 +55,12 @@ type accountActor struct {
 	tr orderTrace // with Deps.TraceCopies only
 }
 
-func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate) actor.Producer {
+func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate, inFlight *atomic.Int64) actor.Producer {
 	return func() actor.Actor {
 		return &accountActor{e: e, id: id, epoch: epoch, gate: gate, board: e.board.get(id), feeds: map[int64]broker.Session{},
-			core: follower.New(follower.Options{ReconcileEvery: e.cfg.ReconcileEvery, ReconcileOffset: repairOffset(id, e.cfg.ReconcileEvery), Lease: gate.HoldsLease})}
+			core: follower.New(follower.Options{ReconcileEvery: e.cfg.ReconcileEvery, ReconcileOffset: repairOffset(id, e.cfg.ReconcileEvery), Lease: gate.HoldsLease}),
+			sent: requestIDs{margin: e.cfg.Lease.ClockSkew + e.cfg.Lease.MaxDrift()}, inbox: &sessionInbox{},
+			inFlight: inFlight}
 	}
 }
 
@@ -84,7 +91,11 @@ func (a *accountActor) Receive(ctx actor.Context) {
 		})
 		a.carry(ctx, a.core.Start(last))
 	case *actor.Stopping:
+		if until, ok := a.sent.inFlight(a.e.clock.Now()); ok {
+			a.inFlight.Store(until.UnixNano())
+		}
 		a.carry(ctx, a.core.Stop())
+		a.inbox.close()
 		if a.session != nil {
 			_ = a.session.Close()
 			a.session = nil
@@ -266,7 +277,7 @@ func (a *accountActor) noted(n *follower.Note) {
 
 // load asks the Loader for the configuration (and a session), off the mailbox.
 func (a *accountActor) load(ctx actor.Context, ask follower.LoadAsk) {
-	ctx.Send(a.e.loader, loadRequest{req: store.LoadRequest{ID: a.id, Tickets: ask.Tickets}, connect: ask.Connect, replyTo: ctx.Self()})
+	ctx.Send(a.e.loader, loadRequest{req: store.LoadRequest{ID: a.id, Tickets: ask.Tickets}, connect: ask.Connect, inbox: a.inbox, replyTo: ctx.Self()})
 }
 
 func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
@@ -274,14 +285,15 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 		a.carry(ctx, a.core.LoadFailed(m.err))
 		return
 	}
+	s := a.inbox.take()
 	if a.core.Stopped() {
-		if m.session != nil {
-			_ = m.session.Close()
+		if s != nil {
+			_ = s.Close()
 		}
 		return
 	}
-	if m.session != nil {
-		a.session = m.session
+	if s != nil {
+		a.session = s
 	}
 	a.masters = m.cfg.Masters
 	in := follower.Loaded{

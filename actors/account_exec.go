@@ -19,8 +19,8 @@ import (
 const maxAttempts = 3
 
 // send checks the gate immediately before every attempt, then sends the order with the
-// lease epoch and a request id derived from what the order is (requestID): the same
-// after an unknown outcome, new after any known one. Retryable errors are retried with
+// lease epoch and a request id (requestIDs: new for every order, the same for the resend
+// of an order whose outcome is unknown while it may still execute). Retryable errors are retried with
 // growing pauses. A closed gate (or a halted node) sends nothing: Dropped.
 //
 // The gate check returns a ticket (epoch and trust left, read together once); the order's
@@ -41,9 +41,10 @@ func (a *accountActor) send(act reconcile.Action) follower.OrderOutcome {
 			return follower.OrderOutcome{Dropped: true}
 		}
 		key := requestKey(a.id, tk.Epoch, act)
+		id := a.sent.next(key, tk.At)
 		out.SentAt = a.e.now()
-		out.Result, out.Err = a.call(act, tk, a.sent.next(key))
-		a.sent.settled(key, out.Err)
+		out.Result, out.Err = a.call(act, tk, id)
+		a.sent.settled(key, id, tk.Until, a.e.clock.Now(), out.Err)
 		if out.Err == nil {
 			a.e.metrics.OrdersOK.Add(1)
 			return out
@@ -58,9 +59,14 @@ func (a *accountActor) send(act reconcile.Action) follower.OrderOutcome {
 
 // orderFor is the Order of one broker request under ticket tk, with the context that
 // bounds it: both end with the trust of tk (and the context with the order timeout too).
+// Both derive from the ticket's end (tk.Until), never from the trust left at the check:
+// a pause since the check shortens them. The wall clock is read before the gate's, so
+// the wire deadline is never after the trust's end.
 func (a *accountActor) orderFor(tk leasekeeper.Ticket, id uuid.UUID) (context.Context, context.CancelFunc, broker.Order) {
-	ctx, cancel := context.WithTimeout(context.Background(), min(a.e.cfg.OrderTimeout, tk.Remaining))
-	o := broker.Order{RequestID: id, Token: tk.Epoch, Node: a.e.cfg.NodeID, Deadline: a.e.now().Add(tk.Remaining)}
+	wall := a.e.now()
+	left := tk.Left()
+	ctx, cancel := context.WithTimeout(context.Background(), min(a.e.cfg.OrderTimeout, left))
+	o := broker.Order{RequestID: id, Token: tk.Epoch, Node: a.e.cfg.NodeID, Deadline: wall.Add(left)}
 	return ctx, cancel, o
 }
 

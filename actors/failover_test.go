@@ -8,6 +8,7 @@ import (
 
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/reconcile/follower"
 )
 
@@ -173,5 +174,37 @@ func TestUnknownOutcomeNeverDuplicates(t *testing.T) {
 	c.eventually("converged", 30*time.Second, c.converged)
 	if dups := c.duplicateOpens(); len(dups) > 0 {
 		t.Fatalf("duplicate copies after unknown outcomes: %v", dups)
+	}
+}
+
+// TestCleanStopHoldsBackAnOrderOfUnknownOutcome: one follower's order ends with an unknown
+// outcome (the trade server's reply is lost; the order may still be on the wire) and the
+// node stops cleanly before that order's deadline. Its lease is not released (a new
+// owner could copy beside that order); every other follower's is.
+func TestCleanStopHoldsBackAnOrderOfUnknownOutcome(t *testing.T) {
+	c := newCluster(t, 1, 3)
+	ctx := context.Background()
+	victim := c.followers[0]
+	must(t, c.sim.SetFaults(ctx, fmt.Sprintf("f%d", victim), broker.Faults{TimeoutRate: 1}))
+	// A long trust: the order's deadline lies well after the stop.
+	n1 := c.startWith("n1", 100, nil, func(cfg *actors.Config) { cfg.Lease = leasekeeper.DefaultConfig() })
+	c.eventually("n1 owns all", 30*time.Second, c.allOwned("n1"))
+	c.awaitIdle("followers idle", 0, c.followers)
+	c.masterOpen(1, "EURUSD", broker.Buy, 0.1, 0, 0)
+	c.eventually("the victim's order timed out", 30*time.Second, func() (bool, string) {
+		return n1.Metrics().OrdersUnknown.Load() > 0, "none yet"
+	})
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := n1.Stop(sctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, r := range c.owners() {
+		switch {
+		case id == victim && r.NodeID != "n1":
+			t.Errorf("account %d, stopped with an order of unknown outcome in flight, was released (owner %q)", id, r.NodeID)
+		case id != victim && r.NodeID != "":
+			t.Errorf("account %d still owned by %q after a clean stop", id, r.NodeID)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -188,5 +189,57 @@ func TestWithoutNotificationsReleasesConvergeAtTheInterval(t *testing.T) {
 	c.eventually("n2 owns all", 30*time.Second, c.allOwned("n2"))
 	if n2.Listening() || n2.Metrics().Wakes.Load() != 0 {
 		t.Fatalf("n2 listens (%v) or was woken (%d)", n2.Listening(), n2.Metrics().Wakes.Load())
+	}
+}
+
+// TestCrashInABalancedClusterIsClaimedWhenTheLeaseEnds: three nodes, each at its fair
+// share; n1 halts (a crash) while its last cycle still counts it as live, so n2 and n3
+// stay at their shares. n1's accounts are claimed when their leases end (in cycles
+// scheduled for that moment; n2 and n3 tick every five minutes), not once n1 has dropped
+// out of the view and an interval has passed.
+func TestCrashInABalancedClusterIsClaimedWhenTheLeaseEnds(t *testing.T) {
+	c := newCluster(t, 1, 21)
+	c.installHandoffAudit()
+	short := leasekeeper.Config{Lease: 3 * time.Second, Fence: time.Second, Interval: time.Second}
+	n1 := c.startTimed("n1", 100, short, false)
+	c.eventually("n1 owns all", 30*time.Second, c.allOwned("n1"))
+	// n2 and n3 join; the hand-offs' notifications wake every node, so the cluster
+	// balances without their slow intervals.
+	c.startTimed("n2", 100, slowTiming, false)
+	c.eventually("n1 and n2 balanced", 30*time.Second, c.ownedCounts(map[string]int{"n1": 11, "n2": 10}))
+	c.startTimed("n3", 100, slowTiming, false)
+	c.eventually("three nodes balanced", 60*time.Second, c.ownedCounts(map[string]int{"n1": 7, "n2": 7, "n3": 7}))
+
+	mark := c.signals.Len()
+	n1.Halt()
+	c.awaitSignals("n1's accounts claimed", mark, func(sigs []actors.Signal) (bool, string) {
+		got := 0
+		for _, s := range sigs {
+			if s.Kind == actors.SignalCycle && s.Err == nil && s.Claimed > 0 && s.Node != "n1" {
+				if s.Trigger != leasekeeper.TriggerLeaseEnd {
+					t.Errorf("%s claimed in a cycle triggered by %v, want lease-end", s.Node, s.Trigger)
+				}
+				got += s.Claimed
+			}
+		}
+		return got >= 7, fmt.Sprintf("%d of 7 claimed", got)
+	})
+	c.eventually("n2 and n3 own all", 30*time.Second, c.allOwned("n2", "n3"))
+	var secs float64
+	must(t, c.db.Pool.QueryRow(context.Background(), `SELECT extract(epoch FROM max(at - old_until))::float8
+		FROM handoff_audit WHERE old_node = 'n1' AND new_node IN ('n2', 'n3') AND old_until IS NOT NULL`).Scan(&secs))
+	t.Logf("crash in a balanced cluster (lease %v): every account claimed %.3fs after its lease ended (database clock; target ≤ 1 s)", short.Lease, secs)
+}
+
+// ownedCounts holds when each named node owns exactly its count of followers.
+func (c *cluster) ownedCounts(want map[string]int) func() (bool, string) {
+	return func() (bool, string) {
+		got := map[string]int{}
+		for _, r := range c.owners() {
+			if r.NodeID != "" {
+				got[r.NodeID]++
+			}
+		}
+		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprint(got)
 	}
 }

@@ -3,19 +3,68 @@ package actors
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/store"
 )
 
 // loadRequest asks the Loader for one follower's configuration (and its ticket map when
-// tickets), and a session when connect; the answer (loaded) goes to replyTo.
+// tickets), and a session when connect (left in inbox); the answer (loaded) goes to
+// replyTo.
 type loadRequest struct {
 	req     store.LoadRequest
 	connect bool
+	inbox   *sessionInbox
 	replyTo *actor.PID
+}
+
+// sessionInbox hands a connected session from the Loader to one AccountActor. The
+// message that announces it may never be handled (the actor stopped meanwhile: a message
+// to a stopped actor is dropped), so the session waits here, and the actor closes the
+// inbox as it stops, with any session it did not take: none stays open until the process
+// ends.
+type sessionInbox struct {
+	mu     sync.Mutex
+	s      broker.Session
+	closed bool
+}
+
+// put leaves s for the actor, or closes it when the actor has stopped.
+func (b *sessionInbox) put(s broker.Session) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		_ = s.Close()
+		return
+	}
+	if b.s != nil {
+		_ = b.s.Close() // an older one not taken: replaced
+	}
+	b.s = s
+}
+
+// take returns the session left for the actor, if any.
+func (b *sessionInbox) take() broker.Session {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.s
+	b.s = nil
+	return s
+}
+
+// close closes the session not taken and every later one.
+func (b *sessionInbox) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.s != nil {
+		_ = b.s.Close()
+		b.s = nil
+	}
+	b.closed = true
 }
 
 type loadBatchDone struct{}
@@ -97,7 +146,10 @@ func (l *loader) run(root *actor.RootContext, batch []loadRequest) {
 			defer cancel()
 			select {
 			case l.connects <- struct{}{}:
-				m.session, m.err = l.e.connect(cctx, m.cfg.Account)
+				var s broker.Session
+				if s, m.err = l.e.connect(cctx, m.cfg.Account); m.err == nil {
+					b.inbox.put(s)
+				}
 				<-l.connects
 			case <-cctx.Done():
 				m.err = fmt.Errorf("waiting to connect: %w", cctx.Err())

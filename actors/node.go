@@ -264,7 +264,7 @@ func (n *Node) listen(pool *pgxpool.Pool) {
 					wake() // releases sent while it was away were lost
 				} else if up {
 					reconnect = true // the first cycle at start claims what is free
-				} else {
+				} else if ctx.Err() == nil { // a stop ends the connection: not lost, and quiet
 					n.e.log.Warn().Msg("release listener lost its connection; reconnecting (claims follow the interval meanwhile)")
 				}
 			},
@@ -368,9 +368,10 @@ func (n *Node) SetDraining(draining bool) {
 	n.system.Root.Send(n.keeper, leasekeeper.SetDraining{Draining: draining})
 }
 
-// Stop shuts the node down cleanly: every AccountActor stops (finishing its in-flight
-// order), the buffered statuses are written, every lease is released so other nodes can
-// claim at once, and the actor system ends. Safe to call more than once.
+// Stop shuts the node down cleanly: every gate closes, every AccountActor stops (finishing
+// its in-flight order), the buffered statuses are written, the leases of the accounts
+// whose actors ended with nothing in flight are released so other nodes can claim at once
+// (the others run out), and the actor system ends. Safe to call more than once.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		n.endListen()

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -9,11 +10,8 @@ import (
 	"github.com/snapcopier/copier/reconcile"
 )
 
-// requestNS is the UUID name space of order request ids.
-var requestNS = uuid.MustParse("5c0a7e2e-6b1d-4f57-9a53-6f1b0e2f9c11")
-
-// maxRequestKeys bounds the per-account memory of request keys; when full it starts
-// again (the ids of an old epoch or old actions are not needed any more).
+// maxRequestKeys bounds the per-account memory of orders with an unknown outcome; past
+// it, those that can no longer execute are forgotten.
 const maxRequestKeys = 4096
 
 // requestKey names what an order is: the follower, the action (kind, master and follower
@@ -24,28 +22,81 @@ func requestKey(follower, epoch int64, act reconcile.Action) string {
 		act.Symbol, act.Side, act.Volume, act.SL, act.TP)
 }
 
-// requestID derives an order's request id (the FIX ClOrdID) from its key and how many
-// sends of that key had a known outcome: a resend after an unknown outcome repeats the
-// id (so a venue answers with the first order's status instead of trading twice), while a
-// send after a fill or a definite refusal gets a new one.
-func requestID(key string, known int) uuid.UUID {
-	return uuid.NewSHA1(requestNS, fmt.Appendf(nil, "%s#%d", key, known))
+// requestIDs chooses orders' request ids (the FIX ClOrdID). Every send gets a new random
+// id, so ids never repeat: not across actor incarnations or memory resets either (an id
+// counted from the key once repeated after a respawn, and a de-duplicating venue answered
+// an equal partial close with the earlier one's fill). The one exception is the resend of
+// an order whose outcome is unknown while that order may still execute: it carries the
+// first order's id, so a de-duplicating venue answers with that order's status instead
+// of trading twice. It also tells the account, at its stop, until when such an order may
+// still execute (inFlight).
+type requestIDs struct {
+	// margin is added to an order's deadline for the trade server's clock: the clock skew
+	// and drift the lease tolerates.
+	margin  time.Duration
+	pending map[string]pendingOrder // by request key
 }
 
-// requestIDs counts, per request key, the sends with a known outcome.
-type requestIDs map[string]int
+// pendingOrder is an order whose outcome is unknown: its id, and until when (on the
+// gate's clock) it may still execute.
+type pendingOrder struct {
+	id    uuid.UUID
+	until time.Time
+}
 
-// next returns the request id for the next send of key.
-func (r requestIDs) next(key string) uuid.UUID { return requestID(key, r[key]) }
+// next returns the request id for a send of key at now (a gate-clock reading).
+func (r *requestIDs) next(key string, now time.Time) uuid.UUID {
+	if p, ok := r.pending[key]; ok && now.Before(p.until) {
+		return p.id
+	}
+	return uuid.New()
+}
 
-// settled records the outcome of a send of key: anything but an unknown outcome moves
-// the key on to a new id.
-func (r *requestIDs) settled(key string, err error) {
-	if broker.ClassOf(err) == broker.ErrUnknownOutcome || (err != nil && broker.ClassOf(err) == nil) {
+// settled records the outcome of the send of key with id under a ticket whose trust ends
+// at deadline (the order's deadline on the wire), at now. An unknown outcome keeps the id
+// for a resend until the order can no longer execute; any other outcome forgets it.
+func (r *requestIDs) settled(key string, id uuid.UUID, deadline, now time.Time, err error) {
+	if !unknownOutcome(err) {
+		delete(r.pending, key)
 		return
 	}
-	if *r == nil || len(*r) >= maxRequestKeys {
-		*r = requestIDs{}
+	if r.pending == nil {
+		r.pending = map[string]pendingOrder{}
 	}
-	(*r)[key]++
+	if len(r.pending) >= maxRequestKeys {
+		r.forget(now)
+	}
+	until := deadline.Add(r.margin)
+	if p, ok := r.pending[key]; ok && p.id == id && p.until.After(until) {
+		until = p.until // a resend of the same order: the first may execute until then
+	}
+	r.pending[key] = pendingOrder{id: id, until: until}
+}
+
+// forget drops the orders that can no longer execute at now.
+func (r *requestIDs) forget(now time.Time) {
+	for k, p := range r.pending {
+		if !now.Before(p.until) {
+			delete(r.pending, k)
+		}
+	}
+}
+
+// inFlight reports the latest moment an order with an unknown outcome may still execute,
+// when that is after now: until then the account's lease must be neither renewed nor
+// released (a new owner could copy beside it).
+func (r *requestIDs) inFlight(now time.Time) (time.Time, bool) {
+	var last time.Time
+	for _, p := range r.pending {
+		if p.until.After(last) {
+			last = p.until
+		}
+	}
+	return last, last.After(now)
+}
+
+// unknownOutcome reports whether err leaves the order's outcome unknown (an error of no
+// known class included).
+func unknownOutcome(err error) bool {
+	return broker.ClassOf(err) == broker.ErrUnknownOutcome || (err != nil && broker.ClassOf(err) == nil)
 }

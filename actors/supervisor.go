@@ -2,6 +2,7 @@ package actors
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -29,6 +30,11 @@ type supervisor struct {
 	e        *engine
 	children map[int64]*child
 	byPID    map[string]int64
+	// inFlight is each living account actor's report of an order of unknown outcome it
+	// ended with (by PID); heldBack keeps, per account, until when (gate clock) such an
+	// order of an ended actor may still execute: its lease must not be released before.
+	inFlight map[string]*atomic.Int64
+	heldBack map[int64]time.Time
 	owned    map[int64]leasekeeper.OwnedAccount
 	crashes  map[int64]int
 	follows  map[int64]map[int64]bool // account → masters
@@ -38,16 +44,20 @@ type supervisor struct {
 	handoffs []*pendingStop // StopSome requests waiting for their actors to end
 }
 
-// pendingStop is one StopSome: the actors still to end, and who to tell.
+// pendingStop is one StopSome: its accounts, the actors still to end, and who to tell.
 type pendingStop struct {
+	ids  []int64
 	pids map[string]bool
 	to   *actor.PID
 }
 
+// stopDeadline ends the wait of a StopAccounts: it is answered with what has ended.
+type stopDeadline struct{}
+
 func newSupervisor(e *engine) actor.Producer {
 	return func() actor.Actor {
 		return &supervisor{e: e, children: map[int64]*child{}, byPID: map[string]int64{}, crashes: map[int64]int{},
-			follows: map[int64]map[int64]bool{}, feeds: map[int64]*feedRef{}}
+			follows: map[int64]map[int64]bool{}, feeds: map[int64]*feedRef{}, inFlight: map[string]*atomic.Int64{}, heldBack: map[int64]time.Time{}}
 	}
 }
 
@@ -79,7 +89,13 @@ func (s *supervisor) Receive(ctx actor.Context) {
 			ctx.Stop(c.pid)
 			delete(s.children, id)
 		}
+		if !m.By.IsZero() {
+			self, root := ctx.Self(), ctx.ActorSystem().Root
+			time.AfterFunc(time.Until(m.By), func() { root.Send(self, stopDeadline{}) })
+		}
 		s.maybeStopped(ctx)
+	case stopDeadline:
+		s.answerStop(ctx)
 	}
 }
 
@@ -116,8 +132,10 @@ func (s *supervisor) onOwned(ctx actor.Context, m leasekeeper.Owned) {
 }
 
 func (s *supervisor) spawn(ctx actor.Context, id int64, o leasekeeper.OwnedAccount) {
-	props := actor.PropsFromProducer(newAccountActor(s.e, id, o.Epoch, o.Gate), actor.WithDispatcher(stackDispatcher(300)))
+	inFlight := new(atomic.Int64)
+	props := actor.PropsFromProducer(newAccountActor(s.e, id, o.Epoch, o.Gate, inFlight), actor.WithDispatcher(stackDispatcher(300)))
 	pid := ctx.Spawn(props)
+	s.inFlight[pid.Id] = inFlight
 	s.children[id] = &child{pid: pid, epoch: o.Epoch, version: o.ConfigVersion, gate: o.Gate}
 	s.byPID[pid.Id] = id
 	b := s.e.board.get(id)
@@ -131,11 +149,17 @@ func (s *supervisor) onTerminated(ctx actor.Context, m *actor.Terminated) {
 		return // a master feed
 	}
 	delete(s.byPID, m.Who.Id)
+	if n := s.inFlight[m.Who.Id].Load(); n != 0 {
+		if until := time.Unix(0, n); until.After(s.heldBack[id]) {
+			s.heldBack[id] = until
+		}
+	}
+	delete(s.inFlight, m.Who.Id)
 	s.unfollow(ctx, id, m.Who)
 	s.handoffs = slices.DeleteFunc(s.handoffs, func(p *pendingStop) bool {
 		delete(p.pids, m.Who.Id)
 		if len(p.pids) == 0 {
-			ctx.Send(p.to, leasekeeper.SomeStopped{})
+			ctx.Send(p.to, leasekeeper.SomeStopped{HeldBack: s.heldBackOf(p.ids)})
 			return true
 		}
 		return false
@@ -161,7 +185,7 @@ func (s *supervisor) onTerminated(ctx actor.Context, m *actor.Terminated) {
 // theirs has ended (an older one still stopping included): only then may their leases be
 // released.
 func (s *supervisor) stopSome(ctx actor.Context, m leasekeeper.StopSome) {
-	p := &pendingStop{pids: map[string]bool{}, to: ctx.Sender()}
+	p := &pendingStop{ids: m.IDs, pids: map[string]bool{}, to: ctx.Sender()}
 	ids := map[int64]bool{}
 	for _, id := range m.IDs {
 		ids[id] = true
@@ -179,7 +203,7 @@ func (s *supervisor) stopSome(ctx actor.Context, m leasekeeper.StopSome) {
 		}
 	}
 	if len(p.pids) == 0 {
-		ctx.Respond(leasekeeper.SomeStopped{})
+		ctx.Respond(leasekeeper.SomeStopped{HeldBack: s.heldBackOf(m.IDs)})
 		return
 	}
 	s.handoffs = append(s.handoffs, p)
@@ -191,9 +215,43 @@ func (s *supervisor) maybeStopped(ctx actor.Context) {
 			ctx.Stop(f.pid)
 			delete(s.feeds, id)
 		}
-		ctx.Send(s.stopFor, leasekeeper.AccountsStopped{})
-		s.stopFor = nil
+		s.answerStop(ctx)
 	}
+}
+
+// answerStop answers StopAccounts, once, with the accounts whose actors have not ended
+// and those held back by an order that may still execute: neither may be released.
+func (s *supervisor) answerStop(ctx actor.Context) {
+	if s.stopFor == nil {
+		return
+	}
+	var running []int64
+	seen := map[int64]bool{}
+	for _, id := range s.byPID {
+		if !seen[id] {
+			seen[id] = true
+			running = append(running, id)
+		}
+	}
+	slices.Sort(running)
+	ctx.Send(s.stopFor, leasekeeper.AccountsStopped{Running: running, HeldBack: s.heldBackOf(nil)})
+	s.stopFor = nil
+}
+
+// heldBackOf returns, of ids (nil: every account), those whose ended actors left an
+// order of unknown outcome that may still execute, and until when; it forgets the ones
+// whose moment has passed.
+func (s *supervisor) heldBackOf(ids []int64) map[int64]time.Time {
+	now := s.e.clock.Now()
+	out := map[int64]time.Time{}
+	for id, until := range s.heldBack {
+		if !now.Before(until) {
+			delete(s.heldBack, id)
+		} else if ids == nil || slices.Contains(ids, id) {
+			out[id] = until
+		}
+	}
+	return out
 }
 
 // onFollow keeps the master feeds reference-counted by their followers.

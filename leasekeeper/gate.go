@@ -39,22 +39,32 @@ func (g *Gate) HoldsLease() bool {
 	return int64(g.clock.Since(g.base)) < g.deadline.Load()
 }
 
-// Ticket is what one gate check grants: the epoch and the trust left, read together once.
-// Everything an order carries (its token, its context deadline, its deadline on the wire)
-// is derived from one Ticket and never re-read at send time.
+// Ticket is what one gate check grants: the epoch and the absolute end of the trust,
+// read together once. Everything an order carries (its token, its context deadline, its
+// deadline on the wire) derives from one Ticket: a later deadline is Until minus a new
+// clock reading, never a new reading plus the trust left at the check, so a pause between
+// the check and the send (GC, VM stall, suspend) shortens what is left instead of moving
+// every deadline past the trust's end by the pause.
 type Ticket struct {
-	Epoch     int64
-	Remaining time.Duration // > 0
+	Epoch int64
+	// Until is the end of the trust on the gate's clock, as the check read it; At is the
+	// check's reading (Until − At was the trust left then: never to be added to a later
+	// reading).
+	Until, At time.Time
+	clock     Clock
 }
+
+// Left is how long the ticket's trust lasts from now (≤ 0 once Until has passed).
+func (t Ticket) Left() time.Duration { return -t.clock.Since(t.Until) }
 
 // Check is HoldsLease that also returns the Ticket: one atomic load, one clock read.
 func (g *Gate) Check() (Ticket, bool) {
 	d := g.deadline.Load()
-	rem := time.Duration(d - int64(g.clock.Since(g.base)))
-	if d <= 0 || rem <= 0 {
+	at := g.clock.Now()
+	if d <= 0 || int64(at.Sub(g.base)) >= d {
 		return Ticket{}, false
 	}
-	return Ticket{Epoch: g.epoch, Remaining: rem}, true
+	return Ticket{Epoch: g.epoch, Until: g.base.Add(time.Duration(d)), At: at, clock: g.clock}, true
 }
 
 // Epoch is the lease epoch this gate belongs to.

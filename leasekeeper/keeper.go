@@ -34,7 +34,7 @@ type KeeperConfig struct {
 	OnCycle func(CycleReport)
 	// Cycle runs one lease cycle; default store.LeaseCycle on Pool. Tests inject a fake.
 	Cycle func(ctx context.Context, req store.CycleRequest) (store.CycleResult, error)
-	// Release gives back every held lease at shutdown; default store.ReleaseAll on Pool.
+	// Release gives back the leases a shutdown may release; default store.ReleaseAll on Pool.
 	Release func(ctx context.Context, node string, held []store.Held) (int64, error)
 	// WakeJitter bounds the random delay between a Wake and its claim (default 100 ms), so
 	// that the nodes woken by one release do not all claim at the same instant.
@@ -206,6 +206,10 @@ func (k *Keeper) Receive(ctx actor.Context) {
 		}
 	case handedOff:
 		k.finishHandOff(m)
+	case releaseHeldBack:
+		if !k.stopping && !k.halted {
+			k.releaseHandOff(ctx, m.held)
+		}
 	case released:
 		for _, pid := range k.shutdown {
 			if pid != nil {
@@ -437,19 +441,34 @@ func (k *Keeper) apply(ctx actor.Context, m cycleDone, report CycleReport) Cycle
 	return report
 }
 
-// stopAccounts asks the Supervisor to stop every account, then releases the leases, all
-// within the shutdown's one budget (ShutdownSplit): the release always gets its share.
+// stopAccounts closes every gate, asks the Supervisor to stop every account, flushes the
+// statuses, then releases the leases of the accounts whose actors ended with nothing in
+// flight, all within the shutdown's one budget (ShutdownSplit): the release always gets
+// its share. An account whose actor had not ended, or ended with an order of unknown
+// outcome that may still execute, is not released: its lease runs out as a crashed node's
+// would, after that order's deadline (a new owner could otherwise copy beside it).
 func (k *Keeper) stopAccounts(ctx actor.Context) {
 	accountsBy, flushBy := ShutdownSplit(time.Now(), k.shutdownBy)
-	f := ctx.RequestFuture(k.cfg.Supervisor, StopAccounts{}, max(time.Until(accountsBy), time.Millisecond))
-	ctx.ReenterAfter(f, func(_ any, err error) {
-		if err != nil {
-			k.cfg.Logger.Warn().Err(err).Msg("accounts did not all stop in time; releasing anyway")
+	// No order starts from here: closed before the actors are asked to stop (as in a
+	// hand-off), so none can begin while they wind down.
+	for _, g := range k.gates {
+		g.Revoke()
+	}
+	k.cfg.NodeGate.Revoke()
+	f := ctx.RequestFuture(k.cfg.Supervisor, StopAccounts{By: accountsBy}, max(time.Until(flushBy), time.Millisecond))
+	ctx.ReenterAfter(f, func(res any, err error) {
+		stopped, ok := res.(AccountsStopped)
+		if err == nil && !ok {
+			err = fmt.Errorf("unexpected answer %T", res)
 		}
-		for _, g := range k.gates {
-			g.Revoke()
+		k.held = releasable(k.held, stopped, err, k.cfg.Clock.Now())
+		switch {
+		case err != nil:
+			k.cfg.Logger.Warn().Err(err).Msg("accounts did not answer the stop; no lease released, they run out instead")
+		case len(stopped.Running) > 0 || len(stopped.HeldBack) > 0:
+			k.cfg.Logger.Warn().Int("running", len(stopped.Running)).Int("held_back", len(stopped.HeldBack)).
+				Msg("some accounts did not stop in time or have an order of unknown outcome in flight; their leases run out instead")
 		}
-		k.cfg.NodeGate.Revoke()
 		if k.cfg.Flusher == nil {
 			k.release(ctx)
 			return
@@ -464,6 +483,19 @@ func (k *Keeper) stopAccounts(ctx actor.Context) {
 			}
 			k.release(ctx)
 		})
+	})
+}
+
+// releasable keeps, of held, the leases that a stop allows to release at now: none when
+// the stop was not answered (err), else those of accounts neither still running nor held
+// back by an order that may still execute.
+func releasable(held []store.Held, stopped AccountsStopped, err error, now time.Time) []store.Held {
+	if err != nil {
+		return held[:0]
+	}
+	return slices.DeleteFunc(held, func(h store.Held) bool {
+		until, back := stopped.HeldBack[h.ID]
+		return slices.Contains(stopped.Running, h.ID) || (back && now.Before(until))
 	})
 }
 
@@ -527,7 +559,7 @@ func (k *Keeper) startHandOff(ctx actor.Context, owned, share int, picked []stor
 	}
 	k.cfg.Logger.Info().Str("node", k.cfg.Node).Int("accounts", len(ids)).Int("share", share).Int("owned", owned).Msg("handing off accounts over the fair share")
 	f := ctx.RequestFuture(k.cfg.Supervisor, StopSome{IDs: ids}, k.cfg.HandOffTimeout)
-	ctx.ReenterAfter(f, func(_ any, err error) {
+	ctx.ReenterAfter(f, func(res any, err error) {
 		if k.stopping || k.halted {
 			return // the shutdown releases them with the rest; a halted node lets them expire
 		}
@@ -536,6 +568,10 @@ func (k *Keeper) startHandOff(ctx actor.Context, owned, share int, picked []stor
 			// beside it. They are no longer renewed, so their leases run out instead.
 			k.cfg.Logger.Warn().Err(err).Int("accounts", len(ids)).Msg("hand-off: accounts did not stop in time; their leases will run out instead")
 			k.finishHandOff(handedOff{held: handOff, err: err})
+			return
+		}
+		stopped, _ := res.(SomeStopped)
+		if handOff = k.holdBack(ctx, handOff, stopped.HeldBack); len(handOff) == 0 {
 			return
 		}
 		if k.cfg.Flusher == nil {
@@ -565,6 +601,47 @@ func (k *Keeper) startHandOff(ctx actor.Context, owned, share int, picked []stor
 	return len(ids)
 }
 
+// errHeldBack ends the hand-off of accounts whose actors stopped with an order of unknown
+// outcome in flight.
+var errHeldBack = errors.New("an order of unknown outcome may still execute")
+
+// releaseHeldBack releases hand-offs held back by an order of unknown outcome, once that
+// order can no longer execute.
+type releaseHeldBack struct{ held []store.Held }
+
+// holdBack takes out of a hand-off the accounts whose actors stopped with an order of
+// unknown outcome that may still execute (heldBack: until when, on the keeper's clock),
+// and returns the rest. Those are no longer renewed, and are released only once the last
+// such order can no longer execute (unless the node stops or halts first: then they run
+// out): a new owner that claimed them earlier could copy beside that order.
+func (k *Keeper) holdBack(ctx actor.Context, handOff []store.Held, heldBack map[int64]time.Time) []store.Held {
+	now, last := k.cfg.Clock.Now(), time.Time{}
+	var back []store.Held
+	handOff = slices.DeleteFunc(handOff, func(h store.Held) bool {
+		until, ok := heldBack[h.ID]
+		if !ok || !now.Before(until) {
+			return false
+		}
+		back = append(back, h)
+		last = later(last, until)
+		return true
+	})
+	if len(back) == 0 {
+		return handOff
+	}
+	k.finishHandOff(handedOff{held: back, err: errHeldBack})
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(last.Sub(now), func() { root.Send(self, releaseHeldBack{held: back}) })
+	return handOff
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // releaseHandOff releases the handed-off leases off the mailbox.
 func (k *Keeper) releaseHandOff(ctx actor.Context, held []store.Held) {
 	self, root, handOff, node := ctx.Self(), ctx.ActorSystem().Root, k.cfg.HandOff, k.cfg.Node
@@ -587,7 +664,11 @@ func (k *Keeper) finishHandOff(m handedOff) {
 		k.handedOff[h.ID] = h.Epoch
 	}
 	k.held = slices.DeleteFunc(k.held, func(h store.Held) bool { return gone[h.ID] })
-	if m.err != nil {
+	switch {
+	case errors.Is(m.err, errHeldBack):
+		k.cfg.Logger.Info().Int("accounts", len(m.held)).Msg("hand-off held back until an order of unknown outcome can no longer execute")
+		return
+	case m.err != nil:
 		k.cfg.Logger.Warn().Int("accounts", len(m.held)).Err(m.err).Msg("hand-off ended without a release; the leases will run out instead")
 		return
 	}

@@ -56,11 +56,22 @@ type keeperHarness struct {
 	sup      *actor.PID
 
 	mu          sync.Mutex
-	stopAnswers bool  // the fake supervisor answers StopAccounts
+	stopAnswers bool            // the fake supervisor answers StopAccounts
+	stopped     AccountsStopped // ... with this
+	openAtStop  []string        // gates open when StopAccounts arrived
+	someFails   bool            // the fake supervisor never answers StopSome
+	someHeld    map[int64]time.Time
 	flushErr    error // the fake StatusWriter's answer to Flush
 }
 
 func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
+	t.Helper()
+	return newKeeperHarnessWith(t, answerStop, nil)
+}
+
+// newKeeperHarnessWith is newKeeperHarness with the keeper's configuration adjusted by
+// tweak (when not nil).
+func newKeeperHarnessWith(t *testing.T, answerStop bool, tweak func(*KeeperConfig)) *keeperHarness {
 	t.Helper()
 	quiet := actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) })
 	h := &keeperHarness{t: t, clk: newFakeClock(), sys: actor.NewActorSystem(quiet), calls: make(chan cycleCall), stopAnswers: answerStop}
@@ -74,13 +85,31 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 		case StopSome:
 			h.steps.Add("stop")
 			h.stopSome.Add(m.IDs)
-			ctx.Respond(SomeStopped{})
-		case StopAccounts:
 			h.mu.Lock()
-			ok := h.stopAnswers
+			fails, held := h.someFails, h.someHeld
+			h.mu.Unlock()
+			if !fails {
+				ctx.Respond(SomeStopped{HeldBack: held})
+			}
+		case StopAccounts:
+			h.steps.Add("stop")
+			var open []string
+			if h.nodeGate.HoldsLease() {
+				open = append(open, "node")
+			}
+			for _, o := range h.owned.Since(0) {
+				for id, a := range o.Accounts {
+					if a.Gate.HoldsLease() {
+						open = append(open, fmt.Sprint(id))
+					}
+				}
+			}
+			h.mu.Lock()
+			ok, stopped := h.stopAnswers, h.stopped
+			h.openAtStop = open
 			h.mu.Unlock()
 			if ok {
-				ctx.Respond(AccountsStopped{})
+				ctx.Respond(stopped)
 			}
 		}
 	}))
@@ -94,7 +123,7 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 		}
 	}))
 	h.sup = sup
-	h.keeper = h.sys.Root.Spawn(actor.PropsFromProducer(NewKeeper(KeeperConfig{
+	cfg := KeeperConfig{
 		Node: "n", Platform: "sim", Capacity: 10, Timing: keeperTiming, Clock: h.clk,
 		NodeGate: h.nodeGate, Supervisor: sup, Flusher: flusher, Logger: zerolog.Nop(),
 		OnCycle: h.reports.Add,
@@ -117,6 +146,7 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 			return a.res, a.err
 		},
 		Release: func(_ context.Context, _ string, held []store.Held) (int64, error) {
+			h.steps.Add("release")
 			h.releases.Add(held)
 			return int64(len(held)), nil
 		},
@@ -126,7 +156,11 @@ func newKeeperHarness(t *testing.T, answerStop bool) *keeperHarness {
 			return int64(len(held)), nil
 		},
 		OnHandOff: h.handed.Add,
-	})))
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	h.keeper = h.sys.Root.Spawn(actor.PropsFromProducer(NewKeeper(cfg)))
 	t.Cleanup(func() {
 		_ = h.sys.Root.StopFuture(h.keeper).Wait()
 		h.sys.Shutdown()
@@ -339,7 +373,11 @@ func TestKeeperHaltRevokesEveryGateAndACycleInFlightCannotReopen(t *testing.T) {
 	}
 }
 
-func TestKeeperShutdownFitsOneBudgetAndAlwaysReleases(t *testing.T) {
+// TestKeeperShutdownFitsOneBudgetAndReleasesNoRunningAccount: the accounts never stop and
+// the flush never answers. The shutdown still ends within its budget, but releases
+// nothing: an actor may still be sending, and a new owner would copy beside it. The
+// leases run out as a crashed node's would.
+func TestKeeperShutdownFitsOneBudgetAndReleasesNoRunningAccount(t *testing.T) {
 	h := newKeeperHarness(t, false) // accounts and flush never answer
 	h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 1}, store.Owned{ID: 2, Epoch: 5})})
 	budget := 2 * time.Second
@@ -353,8 +391,44 @@ func TestKeeperShutdownFitsOneBudgetAndAlwaysReleases(t *testing.T) {
 	if took := time.Since(start); took > budget+10*time.Second {
 		t.Fatalf("shutdown took %v with a budget of %v", took, budget)
 	}
+	if done, ok := res.(ShutdownDone); !ok || done.Released != 0 {
+		t.Fatalf("shutdown answered %#v, want nothing released", res)
+	}
+	for _, rel := range h.releases.Since(0) {
+		if len(rel) > 0 {
+			t.Fatalf("released %v while the accounts had not stopped", rel)
+		}
+	}
+}
+
+// TestKeeperShutdownReleasesOnlyAccountsThatEndedWithNothingInFlight: every gate is closed
+// before the accounts are asked to stop; then 1 ended cleanly, 2 had not ended by the
+// deadline, 3 ended with an order of unknown outcome that may still execute, and 4 with
+// one that can no longer execute. Only 1 and 4 are released, after the stop and the flush.
+func TestKeeperShutdownReleasesOnlyAccountsThatEndedWithNothingInFlight(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	h.cycle(cycleAnswer{res: owns(store.Owned{ID: 1, Epoch: 1}, store.Owned{ID: 2, Epoch: 1}, store.Owned{ID: 3, Epoch: 2}, store.Owned{ID: 4, Epoch: 1})})
+	h.mu.Lock()
+	h.stopped = AccountsStopped{Running: []int64{2}, HeldBack: map[int64]time.Time{3: h.clk.Now().Add(30 * time.Second), 4: h.clk.Now()}}
+	h.mu.Unlock()
+	res, err := h.sys.Root.RequestFuture(h.keeper, Shutdown{Deadline: time.Now().Add(30 * time.Second)}, 60*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	open := h.openAtStop
+	h.mu.Unlock()
+	if len(open) > 0 {
+		t.Fatalf("gates %v still open when the accounts were asked to stop", open)
+	}
 	if done, ok := res.(ShutdownDone); !ok || done.Released != 2 {
 		t.Fatalf("shutdown answered %#v, want 2 released", res)
+	}
+	if rel := h.releases.Since(0); len(rel) != 1 || fmt.Sprint(rel[0]) != "[{1 1} {4 1}]" {
+		t.Fatalf("released %v, want only 1 and 4", rel)
+	}
+	if got := strings.Join(h.steps.Since(0), " "); got != "stop flush release" {
+		t.Fatalf("shutdown steps %q, want \"stop flush release\"", got)
 	}
 }
 
@@ -553,6 +627,60 @@ func TestKeeperHandOffFlushesBeforeItReleases(t *testing.T) {
 	}
 }
 
+// TestKeeperHandOffReleasesNothingWhenTheStopFails: the handed-off accounts' actors do not
+// stop in time (one may still be sending): nothing is released, and they are no longer
+// renewed either; their leases run out.
+func TestKeeperHandOffReleasesNothingWhenTheStopFails(t *testing.T) {
+	h := newKeeperHarnessWith(t, true, func(c *KeeperConfig) { c.HandOffTimeout = 200 * time.Millisecond })
+	h.mu.Lock()
+	h.someFails = true
+	h.mu.Unlock()
+	h.cycle(cycleAnswer{res: overShare(1, 1, 2, 3, 4)})
+	h.steps.Await(t, "hand-off asked to stop", 0, 30*time.Second, func(s []string) (bool, string) {
+		return slices.Contains(s, "stop"), strings.Join(s, " ")
+	})
+	awaitHeld(t, h, "[{1 1} {2 1}]")
+	if got := strings.Join(h.steps.Since(0), " "); got != "stop" || len(h.handoffs.Since(0)) != 0 {
+		t.Fatalf("hand-off steps %q, releases %v: nothing may be released after a failed stop", got, h.handoffs.Since(0))
+	}
+}
+
+// TestKeeperHandOffHoldsBackAnOrderOfUnknownOutcome: account 4's actor stopped with an
+// order of unknown outcome that may still execute. 3 is released at once; 4 is neither
+// released with it nor renewed, and is released only after that order's deadline.
+func TestKeeperHandOffHoldsBackAnOrderOfUnknownOutcome(t *testing.T) {
+	h := newKeeperHarness(t, true)
+	until := h.clk.Now().Add(300 * time.Millisecond)
+	h.mu.Lock()
+	h.someHeld = map[int64]time.Time{4: until}
+	h.mu.Unlock()
+	h.cycle(cycleAnswer{res: overShare(1, 1, 2, 3, 4)})
+	h.handoffs.Await(t, "3 released", 0, 30*time.Second, func(r [][]store.Held) (bool, string) {
+		return len(r) > 0, fmt.Sprint(r)
+	})
+	if first := h.handoffs.Since(0)[0]; fmt.Sprint(first) != "[{3 1}]" {
+		t.Fatalf("the hand-off released %v at once, want only 3 (4 is held back)", first)
+	}
+	h.tick()
+	if call, _ := h.cycle(cycleAnswer{res: overShare(1, 1, 2, 3, 4)}); fmt.Sprint(call.req.Held) != "[{1 1} {2 1}]" {
+		t.Fatalf("a held-back hand-off is renewed: the cycle holds %v", call.req.Held)
+	}
+	// Once its order can no longer execute it is released after all.
+	h.handoffs.Await(t, "4 released", 0, 30*time.Second, func(r [][]store.Held) (bool, string) {
+		return len(r) == 2 && fmt.Sprint(r[1]) == "[{4 1}]", fmt.Sprint(r)
+	})
+}
+
+// awaitHeld runs cycles (each renewing 1 to 4) until the keeper holds exactly want.
+func awaitHeld(t *testing.T, h *keeperHarness, want string) {
+	t.Helper()
+	testwait.For(t, "the keeper holds "+want, 30*time.Second, func() (bool, string) {
+		h.tick()
+		call, _ := h.cycle(cycleAnswer{res: overShare(1, 1, 2, 3, 4)})
+		return fmt.Sprint(call.req.Held) == want, fmt.Sprint(call.req.Held)
+	})
+}
+
 // TestKeeperHandOffReleasesNothingAfterAFailedFlush: when the flush fails the handed-off
 // leases are not released (the new owner could miss ticket-map rows still queued) and not
 // renewed either: they run out, as a crashed node's would, while the writer may retry.
@@ -567,16 +695,7 @@ func TestKeeperHandOffReleasesNothingAfterAFailedFlush(t *testing.T) {
 	})
 	// Cycles until the hand-off has ended (its accounts are no longer renewed); each one
 	// still renewed them (the hand-off was under way) and reports them.
-	for i := 0; ; i++ {
-		h.tick()
-		call, _ := h.cycle(cycleAnswer{res: overShare(1, 1, 2, 3, 4)})
-		if fmt.Sprint(call.req.Held) == "[{1 1} {2 1}]" {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("after a failed flush the cycles still hold %v, want only 1 and 2 (3 and 4 run out)", call.req.Held)
-		}
-	}
+	awaitHeld(t, h, "[{1 1} {2 1}]")
 	if got := strings.Join(h.steps.Since(0), " "); got != "stop flush" || len(h.handoffs.Since(0)) != 0 {
 		t.Fatalf("hand-off steps %q, releases %v: nothing may be released after a failed flush", got, h.handoffs.Since(0))
 	}

@@ -10,9 +10,10 @@
 // suspended: Go's monotonic clock stops, and a resumed host would trust a lease that ran
 // out in real time.
 //
-// A gate check returns a Ticket: the epoch and the trust left, read together once. An
-// order's token, its context deadline and the absolute deadline it carries to the trade
-// server all come from one ticket (DESIGN §5). The receiver refuses a request whose
+// A gate check returns a Ticket: the epoch and the absolute end of the trust, read
+// together once. An order's token, its context deadline and the absolute deadline it
+// carries to the trade server all derive from one ticket's end (DESIGN §5): a pause after
+// the check shortens them and never moves them past the trust's end. The receiver refuses a request whose
 // deadline has passed by its own clock, which is safe while fence > clock skew + drift
 // (Config.Validate).
 package leasekeeper

@@ -262,9 +262,16 @@ func TestGateTicketCarriesEpochAndTrustTogether(t *testing.T) {
 	}
 	g.Confirm(Lease{Started: clk.Now(), Config: DefaultConfig()})
 	clk.Advance(5 * time.Second)
+	trustEnd := clk.Now().Add(40 * time.Second)
 	tk, ok := g.Check()
-	if !ok || tk.Epoch != 9 || tk.Remaining != 40*time.Second {
-		t.Fatalf("ticket %+v, %v; want epoch 9, 40s left", tk, ok)
+	if !ok || tk.Epoch != 9 || !tk.Until.Equal(trustEnd) || tk.Left() != 40*time.Second {
+		t.Fatalf("ticket %+v, %v; want epoch 9, until %v, 40s left", tk, ok, trustEnd)
+	}
+	// A pause after the check (GC, VM stall, suspend) shortens what is left: the ticket's
+	// end stays the trust's end.
+	clk.Advance(7 * time.Second)
+	if !tk.Until.Equal(trustEnd) || tk.Left() != 33*time.Second {
+		t.Fatalf("after a 7 s pause the ticket ends at %v with %v left; want %v, 33s", tk.Until, tk.Left(), trustEnd)
 	}
 	g.Fence()
 	g.Confirm(Lease{Started: clk.Now(), Config: DefaultConfig()})

@@ -19,22 +19,34 @@ type Owned struct {
 }
 
 // StopAccounts asks the Supervisor to stop every AccountActor (each finishes its in-flight
-// order); it answers AccountsStopped when all have stopped.
-type StopAccounts struct{}
+// order). It answers AccountsStopped when all have ended, or at By with those that have
+// not. The LeaseKeeper has closed every gate before it asks.
+type StopAccounts struct{ By time.Time }
 
-// AccountsStopped answers StopAccounts.
-type AccountsStopped struct{}
+// AccountsStopped answers StopAccounts. Only an account in neither list may be released:
+// its actor has ended with nothing in flight.
+type AccountsStopped struct {
+	// Running are the accounts whose actors had not ended by the deadline: one may still
+	// be sending.
+	Running []int64
+	// HeldBack are the accounts whose actors ended with an order of unknown outcome that
+	// may still execute, until when (on the LeaseKeeper's clock).
+	HeldBack map[int64]time.Time
+}
 
 // StopSome asks the Supervisor to stop the AccountActors of accounts the node hands off
 // (each finishes its in-flight order) and to forget them; it answers SomeStopped when all
 // have stopped. Only then are their statuses flushed and their leases released.
 type StopSome struct{ IDs []int64 }
 
-// SomeStopped answers StopSome.
-type SomeStopped struct{}
+// SomeStopped answers StopSome. HeldBack are the accounts whose actors ended with an
+// order of unknown outcome that may still execute, until when (on the LeaseKeeper's
+// clock): those are not released before then.
+type SomeStopped struct{ HeldBack map[int64]time.Time }
 
-// Shutdown asks the LeaseKeeper for a clean shutdown: stop the accounts, then release
-// every lease, all before Deadline (zero: DefaultShutdownTimeout from now). It answers
+// Shutdown asks the LeaseKeeper for a clean shutdown: close every gate, stop the accounts,
+// flush, then release the leases of the accounts that ended with nothing in flight, all
+// before Deadline (zero: DefaultShutdownTimeout from now). It answers
 // ShutdownDone.
 type Shutdown struct{ Deadline time.Time }
 

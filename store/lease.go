@@ -57,9 +57,10 @@ type CycleResult struct {
 	Claimed  int
 	// NextForeignExpiry is how long after the cycle's end (at the latest) the earliest live
 	// lease of another process on this platform ends, by the database's clock; zero when
-	// there is none, or when this process has no room to claim it. A node schedules a
-	// claim for that moment, so a crashed node's accounts move one lease after its last
-	// renewal instead of at the next interval after that.
+	// there is none, or when this process is at its capacity (its fair share does not
+	// matter: an expired lease is claimed whatever the share). A node schedules a claim for
+	// that moment, so a crashed node's accounts move one lease after its last renewal
+	// instead of at the next interval after that.
 	NextForeignExpiry time.Duration
 	View              ClusterView // the platform as the cycle saw it (this node with its renewals)
 	Share             int         // Share(View); zero without Share
@@ -75,7 +76,8 @@ var ErrBadCycle = errors.New("store: invalid lease cycle request")
 // LeaseCycle runs one lease cycle in one transaction (DESIGN §4):
 //  1. renew this process's leases by (id, lease_epoch), and release those on accounts
 //     that were switched off, in one statement;
-//  3. claim free or expired followers of the platform up to free capacity, locking the
+//  3. claim free or expired followers of the platform up to the fair share (and free
+//     capacity), then expired ones beyond the share up to free capacity, locking the
 //     candidates in a CTE with FOR UPDATE SKIP LOCKED and bumping lease_epoch;
 //  4. return everything owned, with epoch and config version.
 //
@@ -98,7 +100,8 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 		}
 		var view ClusterView
 		var handOff []Held
-		free, share := req.Capacity-len(renewed), 0
+		room := req.Capacity - len(renewed)
+		free, share := room, 0
 		if req.Share != nil {
 			// Only for the share: counting the platform's followers is most of what fair
 			// share adds to a cycle (BENCHMARKS.md).
@@ -116,14 +119,28 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 			}
 		}
 		var claimed []Owned
-		if free > 0 && !req.NoClaim && (req.SkipClaim == nil || !req.SkipClaim()) {
-			if claimed, err = claimFollowers(ctx, tx, req, free); err != nil {
-				return err
+		if !req.NoClaim && (req.SkipClaim == nil || !req.SkipClaim()) {
+			if free > 0 {
+				if claimed, err = claimFollowers(ctx, tx, req, free, false); err != nil {
+					return err
+				}
+			}
+			// Expired leases are claimed whatever the share: a crashed node still counts
+			// as live until its last cycle is a lease old, so in a balanced cluster every
+			// node sits at its share and its accounts would wait that long, plus an
+			// interval. The surplus is handed back later, once the shares have grown.
+			if rest := room - len(claimed); rest > 0 && req.Share != nil {
+				expired, err := claimFollowers(ctx, tx, req, rest, true)
+				if err != nil {
+					return err
+				}
+				claimed = append(claimed, expired...)
 			}
 		}
 		res = CycleResult{Released: released, Renewed: len(renewed), Claimed: len(claimed), View: view, Share: share, HandOff: handOff}
 		res.Owned = mergeOwned(renewed, claimed)
-		if len(res.Owned) < req.Capacity && !req.NoClaim && (req.Share == nil || len(res.Owned) < share) {
+		// Learned with room under the capacity whatever the share, for the same reason.
+		if len(res.Owned) < req.Capacity && !req.NoClaim {
 			if res.NextForeignExpiry, err = nextForeignExpiry(ctx, tx, req.Platform, req.Node); err != nil {
 				return err
 			}
@@ -219,15 +236,19 @@ func nextForeignExpiry(ctx context.Context, tx pgx.Tx, platform, node string) (t
 // takes them with a new epoch. Followers of masters the node already follows come first,
 // so that a master's followers gather on few nodes (fewer master feeds per node).
 //
+// With expiredOnly it takes only leases that another process held and let expire (not
+// free rows): those are claimed beyond the fair share.
+//
 // It first looks for one claimable follower, and claims nothing when there is none: a
 // node below its share runs this every cycle, and ordering the candidates (the followed
 // masters, each candidate's master) cost about a second of a loaded database even when
 // no follower was free (20,000 followers, 4 nodes, 1 s interval).
-func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int) ([]Owned, error) {
+func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int, expiredOnly bool) ([]Owned, error) {
 	var any bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM trading_accounts
 		WHERE platform = $1 AND role = 'follower' AND enabled
-		  AND (node_id IS NULL OR lease_until IS NULL OR lease_until < now()))`, req.Platform).Scan(&any); err != nil {
+		  AND (node_id IS NULL OR lease_until IS NULL OR lease_until < now())
+		  AND (NOT $2 OR node_id IS NOT NULL))`, req.Platform, expiredOnly).Scan(&any); err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	if !any {
@@ -242,6 +263,7 @@ func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int)
 			SELECT id FROM trading_accounts
 			WHERE platform = $3 AND role = 'follower' AND enabled
 			  AND (node_id IS NULL OR lease_until IS NULL OR lease_until < now())
+			  AND (NOT $5 OR node_id IS NOT NULL)
 			ORDER BY NOT EXISTS (SELECT 1 FROM copy_links l JOIN followed m ON m.master_id = l.master_id
 				WHERE l.follower_id = trading_accounts.id AND l.enabled),
 				(SELECT min(l.master_id) FROM copy_links l WHERE l.follower_id = trading_accounts.id AND l.enabled), id
@@ -250,7 +272,7 @@ func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int)
 		UPDATE trading_accounts t
 		SET node_id = $1, lease_until = now() + make_interval(secs => $2), lease_epoch = t.lease_epoch + 1
 		FROM candidates c WHERE t.id = c.id
-		RETURNING t.id, t.lease_epoch, t.config_version`, req.Node, req.Lease.Seconds(), req.Platform, limit)
+		RETURNING t.id, t.lease_epoch, t.config_version`, req.Node, req.Lease.Seconds(), req.Platform, limit, expiredOnly)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}

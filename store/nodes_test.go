@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -131,5 +132,55 @@ func TestCycleRecordsLiveNodesAndShares(t *testing.T) {
 	}
 	if live, err = store.LiveNodes(ctxT(t), db.Pool); err != nil || len(live) != 1 || live[0].ID != "b" {
 		t.Fatalf("after a's clean stop, live nodes %+v, %v", live, err)
+	}
+}
+
+// TestExpiredLeasesAreClaimedWhateverTheShare: three nodes at their shares of 9 followers;
+// c stops renewing (a crash) while its last cycle still counts it as live. a, at its
+// share, learns when c's leases end, and claims them once they have expired, beyond its
+// share (up to its capacity); free rows it still leaves to the share.
+func TestExpiredLeasesAreClaimedWhateverTheShare(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 9)
+	third := func(v store.ClusterView) int { return (v.Followers + len(v.Nodes) - 1) / len(v.Nodes) }
+	capacity := 3 // until all three have joined
+	run := func(node string, held []store.Held) store.CycleResult {
+		t.Helper()
+		res, err := store.LeaseCycle(ctxT(t), db.Pool, store.CycleRequest{Node: node, Platform: "mt5", Lease: time.Minute, Held: held, Capacity: capacity, Share: third})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b, c := run("a", nil), run("b", nil), run("c", nil)
+	if a.Claimed != 3 || b.Claimed != 3 || c.Claimed != 3 {
+		t.Fatalf("a, b and c claimed %d, %d, %d: want 3 each", a.Claimed, b.Claimed, c.Claimed)
+	}
+	capacity = 100
+	a = run("a", heldOf(a.Owned))
+	if a.Share != 3 || len(a.Owned) != 3 || a.NextForeignExpiry <= 0 {
+		t.Fatalf("a at its share: share %d, owns %d, next foreign expiry %v; want it told when the others' leases end", a.Share, len(a.Owned), a.NextForeignExpiry)
+	}
+	var cIDs []int64
+	for _, o := range c.Owned {
+		cIDs = append(cIDs, o.ID)
+	}
+	expire(t, db.Pool, cIDs...) // c crashed: its leases ran out; its last cycle is recent
+	a = run("a", heldOf(a.Owned))
+	if a.Share != 3 || a.Claimed != 3 || len(a.Owned) != 6 {
+		t.Fatalf("a at its share with c's leases expired: share %d, claimed %d, owns %d; want c's 3 claimed", a.Share, a.Claimed, len(a.Owned))
+	}
+	for _, o := range a.Owned {
+		if slices.Contains(cIDs, o.ID) && (!o.Claimed || o.Epoch != 2) {
+			t.Fatalf("c's account %d: claimed %v at epoch %d, want a new claim at epoch 2", o.ID, o.Claimed, o.Epoch)
+		}
+	}
+	// A free row is still left to the share.
+	if _, err := store.HandOff(ctxT(t), db.Pool, "b", heldOf(b.Owned[:1])); err != nil {
+		t.Fatal(err)
+	}
+	if a = run("a", heldOf(a.Owned)); a.Claimed != 0 {
+		t.Fatalf("a over its share claimed %d free rows", a.Claimed)
 	}
 }
