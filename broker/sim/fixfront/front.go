@@ -10,6 +10,7 @@ package fixfront
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -39,6 +40,43 @@ type Options struct {
 	// OnOrder, when set, is called as an order message arrives (before it is processed).
 	// Tests use it to act while an order is in flight.
 	OnOrder func(login, clOrdID string)
+
+	// Bounds on what clients may hold (0: the default). The demo and the FIX benchmarks
+	// log 1,000 sessions on from one host, hence the generous per-source default.
+	MaxConns          int           // connections at once (default 4,096)
+	MaxConnsPerSource int           // connections at once from one address or IPv6 /64 (default 2,048)
+	LogonTimeout      time.Duration // until a connection's Logon has arrived (default 5 s)
+	MaxMessageSize    int           // bytes in one incoming message (default 64 KiB)
+}
+
+// Defaults of the Options bounds.
+const (
+	DefaultMaxConns          = 4096
+	DefaultMaxConnsPerSource = 2048
+	DefaultLogonTimeout      = 5 * time.Second
+	DefaultMaxMessageSize    = 64 << 10 // clients send orders and requests, never lists
+)
+
+// withDefaults fills in the zero bounds and refuses negative ones.
+func (o Options) withDefaults() (Options, error) {
+	if o.CompID == "" {
+		o.CompID = DefaultCompID
+	}
+	if o.MaxConns < 0 || o.MaxConnsPerSource < 0 || o.LogonTimeout < 0 || o.MaxMessageSize < 0 {
+		return o, errors.New("fixfront: MaxConns, MaxConnsPerSource, LogonTimeout and MaxMessageSize must not be negative")
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxConns, DefaultMaxConns)
+	def(&o.MaxConnsPerSource, DefaultMaxConnsPerSource)
+	def(&o.MaxMessageSize, DefaultMaxMessageSize)
+	if o.LogonTimeout == 0 {
+		o.LogonTimeout = DefaultLogonTimeout
+	}
+	return o, nil
 }
 
 // optionsReader is what a backing server may offer beyond broker.Controller: its current
@@ -86,8 +124,9 @@ type LogonRecord struct {
 
 // Start listens on addr ("127.0.0.1:0" picks a free port) and serves b and ctl.
 func Start(addr string, b broker.Broker, ctl broker.Controller, opts Options) (*Front, error) {
-	if opts.CompID == "" {
-		opts.CompID = DefaultCompID
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	host, port, err := freeAddr(addr)
 	if err != nil {
@@ -107,6 +146,11 @@ func Start(addr string, b broker.Broker, ctl broker.Controller, opts Options) (*
 	g.Set(config.DynamicQualifier, "Y")
 	g.Set(config.PersistMessages, "N") // sequence numbers reset on logon: nothing is resent
 	g.Set(config.HeartBtInt, "30")
+	// Bounds of the patched acceptor (third_party/quickfix/PATCHES.md).
+	g.Set(config.MaxConnections, strconv.Itoa(opts.MaxConns))
+	g.Set(config.MaxConnectionsPerHost, strconv.Itoa(opts.MaxConnsPerSource))
+	g.Set(config.FirstMessageTimeout, opts.LogonTimeout.String())
+	g.Set(config.MaxMessageSize, strconv.Itoa(opts.MaxMessageSize))
 	acc, err := quickfix.NewAcceptor(f, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory())
 	if err != nil {
 		return nil, fmt.Errorf("fixfront: %w", err)
