@@ -156,6 +156,7 @@ type demo struct {
 
 	sim       *sim.Server
 	fixAddr   string // the simulator's FIX front, with --broker fix
+	front     *fixfront.Front
 	pool      *pgxpool.Pool
 	masters   []demoMaster
 	followers []demoFollower
@@ -246,6 +247,7 @@ func (d *demo) run(ctx context.Context) (code int) {
 			return fail(err)
 		}
 		defer front.Close()
+		d.front = front
 		d.fixAddr = front.Addr()
 		d.printf("the nodes trade over FIX 4.4 through the simulator's FIX front on %s", d.fixAddr)
 	}
@@ -280,6 +282,11 @@ func (d *demo) run(ctx context.Context) (code int) {
 	defer quotes.Close()
 	d.gen = activity.New(activity.Config{Control: d.sim, Quotes: quotes, Masters: d.masterLogins(), Seed: d.f.seed, Comment: "demo", Logger: d.log})
 	web := &statusHTTP{title: "copierd demo", nodes: func() []*actors.Node { return d.nodes }, summary: d.summary}
+	if d.front != nil {
+		// The nodes' broker: a front that stopped accepting leaves every dropped session
+		// unable to log on again.
+		web.checks = append(web.checks, readyCheck{"FIX front", d.front.Health})
+	}
 	httpCtx, stopHTTP := context.WithCancel(context.Background())
 	httpDone := make(chan struct{})
 	if listener != nil {

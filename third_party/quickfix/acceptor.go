@@ -26,6 +26,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	proxyproto "github.com/pires/go-proxyproto"
@@ -63,6 +64,7 @@ type Acceptor struct {
 	connsPerHost         map[string]int
 	stopped              chan struct{} // closed by Stop: ends an accept back-off
 	stopOnce             sync.Once
+	acceptErr            atomic.Pointer[error] // the last Accept's error; nil after a success
 }
 
 // ConnectionValidator is an interface allowing to implement a custom authentication logic.
@@ -247,8 +249,11 @@ func (a *Acceptor) listenForConnections(listener net.Listener) {
 		netConn, err := listener.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
+				err = fmt.Errorf("listener closed: %w", err)
+				a.acceptErr.Store(&err)
 				return
 			}
+			a.acceptErr.Store(&err)
 			delay = min(max(2*delay, acceptRetryMin), acceptRetryMax)
 			a.globalLog.OnEventf("Accept error: %v; retrying in %v", err, delay)
 			t := time.NewTimer(delay)
@@ -261,6 +266,7 @@ func (a *Acceptor) listenForConnections(listener net.Listener) {
 			continue
 		}
 		delay = 0
+		a.acceptErr.Store(nil)
 
 		host, ok := a.admitConn(netConn)
 		if !ok {
@@ -272,6 +278,16 @@ func (a *Acceptor) listenForConnections(listener net.Listener) {
 			a.handleConnection(netConn)
 		}()
 	}
+}
+
+// AcceptErr returns the error of the last Accept when it failed (the acceptor is backing
+// off, or its listener is closed), nil while connections are accepted (patched in, for
+// readiness probes).
+func (a *Acceptor) AcceptErr() error {
+	if p := a.acceptErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // readLimits reads the patched-in bounds from the global settings.

@@ -100,7 +100,7 @@ func dialFrom(t *testing.T, local, addr string) net.Conn {
 // connection was ever served again.
 func TestAcceptorKeepsAcceptingAfterAcceptErrors(t *testing.T) {
 	var fl *failingListener
-	_, addr := testAcceptor(t, func(l net.Listener) net.Listener {
+	a, addr := testAcceptor(t, func(l net.Listener) net.Listener {
 		fl = &failingListener{Listener: l}
 		fl.fail.Store(5)
 		return fl
@@ -115,6 +115,9 @@ func TestAcceptorKeepsAcceptingAfterAcceptErrors(t *testing.T) {
 	}
 	if got := fl.calls.Load(); got < 6 {
 		t.Fatalf("Accept called %d times, want the 5 failures and a success", got)
+	}
+	if err := a.AcceptErr(); err != nil {
+		t.Fatalf("AcceptErr after a success: %v", err)
 	}
 }
 
@@ -134,6 +137,9 @@ func TestAcceptorStopEndsAcceptBackoff(t *testing.T) {
 	a.listenerShutdown.Add(1)
 	go a.listenForConnections(fl)
 	waitFor(t, "the loop in back-off", func() bool { return fl.calls.Load() >= 3 })
+	if err := a.AcceptErr(); !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("AcceptErr while backing off: %v", err)
+	}
 	a.stopOnce.Do(func() { close(a.stopped) })
 	a.listenerShutdown.Wait() // returns: the loop saw the stop
 }

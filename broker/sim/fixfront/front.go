@@ -217,6 +217,18 @@ func (f *Front) Close() error {
 	return nil
 }
 
+// Health returns why the front does not accept connections (closed, or its listener
+// failing, e.g. out of file descriptors), or nil: for readiness probes.
+func (f *Front) Health() error {
+	if f.closed.Load() {
+		return errors.New("fixfront: closed")
+	}
+	if err := f.acc.AcceptErr(); err != nil {
+		return fmt.Errorf("fixfront: accept on %s: %w", f.addr, err)
+	}
+	return nil
+}
+
 // Logons returns every accepted logon so far, oldest first.
 func (f *Front) Logons() []LogonRecord {
 	f.mu.Lock()
