@@ -29,6 +29,8 @@ type Server struct {
 	ctx    context.Context // ends on Close; parent of every connection's context
 	cancel context.CancelFunc
 
+	frames *byteBudget // ServerOptions.FrameBudget, shared by the signed-in connections
+
 	mu        sync.Mutex
 	closed    bool
 	listeners []net.Listener
@@ -50,6 +52,7 @@ func NewServer(b broker.Broker, ctl broker.Controller, opts ServerOptions) *Serv
 		ctx:    ctx,
 		cancel: cancel,
 		conns:  make(map[*serverConn]struct{}),
+		frames: &byteBudget{left: opts.FrameBudget},
 	}
 }
 

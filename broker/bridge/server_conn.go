@@ -78,6 +78,7 @@ func (c *serverConn) run() {
 		return
 	}
 	fr.limit = MaxFrameSize
+	fr.budget = c.srv.frames
 	c.log = c.log.With().Str("client", name).Logger()
 	c.log.Info().Msg("client connected")
 	c.wg.Add(1)
