@@ -5,6 +5,18 @@
 // ClOrdID duplicates refused unless PossResend (97), the server's faults shown as a venue
 // shows them and the lease-epoch token carried in a custom tag. It is `copierd sim --fix`
 // and the counterparty of broker/fix's tests. The dialect is broker/fix/fixwire.
+//
+// Nobody who reaches the port can take it down or buy its memory: connections are bounded
+// in all and per source (Options.MaxConns, MaxConnsPerSource), a connection must deliver
+// its Logon within Options.LogonTimeout, one message is at most Options.MaxMessageSize,
+// and the accept loop backs off on errors (out of descriptors) instead of stopping (the
+// patched acceptor, third_party/quickfix/PATCHES.md; Health reports it for readiness).
+// A Logon is refused, with a Logout naming the reason, for a bad CheckSum, a user name or
+// password that is too long (64 / 256 bytes), not UTF-8 or holds a control character, and
+// for a password other than that of the login's first accepted logon (the simulator's
+// auto-provisioned accounts accept any password; the front remembers a hash of the first
+// and holds every later logon to it). Refusals are logged at most once a second, with the
+// count of those not logged; Logons keeps the most recent 1,024.
 package fixfront
 
 import (
@@ -24,6 +36,7 @@ import (
 
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/fix/fixwire"
+	"github.com/snapcopier/copier/internal/ratelog"
 )
 
 // DefaultCompID is the front's SenderCompID, cTrader's.
@@ -106,7 +119,10 @@ type Front struct {
 	conns    map[string]net.Conn // by remote address, to drop a session
 	sessions map[quickfix.SessionID]*fsession
 	accounts map[string]*accountMemo
-	logons   []LogonRecord
+	logons   []LogonRecord // the most recent maxLogonRecords
+
+	passwords passwords       // per login, of its first accepted logon
+	refusals  ratelog.Limiter // refused logons are logged at most once a second
 
 	ids    atomic.Int64
 	closed atomic.Bool
@@ -229,7 +245,7 @@ func (f *Front) Health() error {
 	return nil
 }
 
-// Logons returns every accepted logon so far, oldest first.
+// Logons returns the accepted logons so far (the most recent 1,024), oldest first.
 func (f *Front) Logons() []LogonRecord {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -386,27 +402,18 @@ func (f *Front) FromAdmin(msg *quickfix.Message, id quickfix.SessionID) quickfix
 
 // logon checks a Logon and opens the account's server session.
 func (f *Front) logon(msg *quickfix.Message, id quickfix.SessionID) quickfix.MessageRejectError {
-	if id.BeginString != fixwire.BeginString {
-		f.log.Warn().Str("begin_string", id.BeginString).Msg("fix logon refused: wrong BeginString")
-		return quickfix.RejectLogon{Text: "only " + fixwire.BeginString + " is supported"}
-	}
-	if id.SenderCompID != f.opts.CompID {
-		f.log.Warn().Str("target_comp_id", id.SenderCompID).Msg("fix logon refused: wrong TargetCompID")
-		return quickfix.RejectLogon{Text: "unknown TargetCompID " + id.SenderCompID + ", want " + f.opts.CompID}
-	}
 	user, _ := msg.Body.GetString(fixwire.TagUsername)
 	pass, _ := msg.Body.GetString(fixwire.TagPassword)
-	if user == "" {
-		return quickfix.RejectLogon{Text: "Username (553) is required"}
-	}
-	if f.closed.Load() {
-		return quickfix.RejectLogon{Text: "server shutting down"}
+	if reason := f.checkLogon(msg, id, user, pass); reason != "" {
+		f.refused(user, reason)
+		return quickfix.RejectLogon{Text: reason}
 	}
 	sess, err := f.b.Connect(context.Background(), broker.Credentials{Login: user, Password: pass, Server: f.opts.CompID})
 	if err != nil {
-		f.log.Warn().Str("login", user).Err(err).Msg("fix logon refused")
+		f.refused(user, "logon refused: "+err.Error())
 		return quickfix.RejectLogon{Text: "logon refused: " + err.Error()}
 	}
+	f.passwords.remember(user, pass)
 	seq, _ := msg.Header.GetInt(quickfix.Tag(34))
 	reset, _ := msg.Body.GetBool(quickfix.Tag(141))
 	rec := LogonRecord{Login: user, MsgSeqNum: seq, ResetSeqNo: reset}
@@ -418,12 +425,49 @@ func (f *Front) logon(msg *quickfix.Message, id quickfix.SessionID) quickfix.Mes
 	f.mu.Lock()
 	old := f.sessions[id]
 	f.sessions[id] = s
+	if len(f.logons) == maxLogonRecords {
+		f.logons = append(f.logons[:0], f.logons[1:]...)
+	}
 	f.logons = append(f.logons, rec)
 	f.mu.Unlock()
 	if old != nil {
 		old.shutdown()
 	}
 	return nil
+}
+
+// checkLogon returns why a Logon is refused before the server sees it, or "".
+func (f *Front) checkLogon(msg *quickfix.Message, id quickfix.SessionID, user, pass string) string {
+	switch {
+	case id.BeginString != fixwire.BeginString:
+		return "only " + fixwire.BeginString + " is supported"
+	case id.SenderCompID != f.opts.CompID:
+		return "unknown TargetCompID " + id.SenderCompID + ", want " + f.opts.CompID
+	case f.closed.Load():
+		return "server shutting down"
+	}
+	if err := checkSum(msg.Bytes()); err != nil {
+		return err.Error()
+	}
+	if err := checkCredentials(user, pass); err != nil {
+		return err.Error()
+	}
+	if !f.passwords.check(user, pass) {
+		return "logon refused: invalid login or password"
+	}
+	return ""
+}
+
+// refused logs a refused logon, at most one line a second (with the count held back).
+func (f *Front) refused(user, reason string) {
+	ok, held := f.refusals.Allow(time.Now())
+	if !ok {
+		return
+	}
+	if len(user) > maxLoginLen { // a refused name may be huge
+		user = user[:maxLoginLen] + "…"
+	}
+	f.log.Warn().Str("login", user).Str("reason", reason).Int("refusals_not_logged", held).Msg("fix logon refused")
 }
 
 // FromApp implements quickfix.Application. Every request runs on its own goroutine so a

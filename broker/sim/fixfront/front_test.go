@@ -1,11 +1,17 @@
 package fixfront_test
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/broker/sim/fixfront"
@@ -114,4 +120,104 @@ func TestFrontRefusesNegativeBounds(t *testing.T) {
 	if _, err := fixfront.Start("127.0.0.1:0", s, s, fixfront.Options{MaxConns: -1}); err == nil {
 		t.Fatal("a negative bound was accepted")
 	}
+}
+
+// rawLogon sends a Logon for user and pass from a fresh connection (with the right
+// CheckSum unless badSum) and returns the reply: the Logon's echo, a Logout with the
+// reason, or "" when the front closed the connection.
+func rawLogon(t *testing.T, addr, user, pass string, badSum bool) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	body := "35=A\x0149=raw\x0156=cServer\x0134=1\x0152=" + time.Now().UTC().Format("20060102-15:04:05.000") +
+		"\x0198=0\x01108=30\x01141=Y\x01553=" + user + "\x01554=" + pass + "\x01"
+	msg := fmt.Sprintf("8=FIX.4.4\x019=%d\x01%s", len(body), body)
+	sum := 0
+	for i := range len(msg) {
+		sum += int(msg[i])
+	}
+	if badSum {
+		sum++
+	}
+	msg += fmt.Sprintf("10=%03d\x01", sum%256)
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Write([]byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	var b strings.Builder
+	for {
+		s, err := r.ReadString('\x01')
+		b.WriteString(s)
+		if err != nil || strings.HasPrefix(s, "10=") {
+			return b.String()
+		}
+	}
+}
+
+// TestFrontChecksLogons: a wrong password after the first accepted logon of a login, a bad
+// CheckSum, a NUL or a huge user name are refused (they were all accepted), and the
+// refusals are logged at most once a second.
+func TestFrontChecksLogons(t *testing.T) {
+	var logBuf syncBuffer
+	f := startFront(t, fixfront.Options{Log: zerolog.New(&logBuf)})
+	accepted := func(reply string) bool { return strings.Contains(reply, "\x0135=A\x01") }
+	if r := rawLogon(t, f.Addr(), "alice", "right", false); !accepted(r) {
+		t.Fatalf("first logon refused: %q", r)
+	}
+	if r := rawLogon(t, f.Addr(), "alice", "right", false); !accepted(r) {
+		t.Fatalf("logon with the same password refused: %q", r)
+	}
+	for name, c := range map[string]struct {
+		user, pass string
+		badSum     bool
+	}{
+		"wrong password": {"alice", "wrong", false},
+		"bad CheckSum":   {"bob", "pw", true},
+		"NUL in name":    {"b\x00ob", "pw", false},
+		"huge name":      {strings.Repeat("n", 1<<20), "pw", false},
+		"long name":      {strings.Repeat("n", 1000), "pw", false},
+	} {
+		if r := rawLogon(t, f.Addr(), c.user, c.pass, c.badSum); accepted(r) {
+			t.Errorf("%s: logon accepted", name)
+		}
+	}
+	for _, l := range f.Logons() {
+		if l.Login != "alice" {
+			t.Fatalf("refused logon recorded: %q", l.Login[:min(len(l.Login), 20)])
+		}
+	}
+
+	// A flood of wrong passwords: one log line a second at most.
+	lines := func() int { return strings.Count(logBuf.String(), "fix logon refused") }
+	before, start := lines(), time.Now()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() { rawLogon(t, f.Addr(), "alice", "guess", false) })
+	}
+	wg.Wait()
+	if n, most := lines()-before, int(time.Since(start)/time.Second)+2; n > most {
+		t.Fatalf("%d refusal lines in %v, want at most %d", n, time.Since(start), most)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the front's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
