@@ -33,6 +33,13 @@ type ServerOptions struct {
 	// MaxPendingHandshakes bounds the connections that have not completed their handshake
 	// yet (default 64): unauthenticated peers cannot crowd out the clients.
 	MaxPendingHandshakes int
+	// MaxPendingPerSource bounds the connections of one source (an IPv4 address or an
+	// IPv6 /64) that have not completed their handshake (default 8): 64 idle sockets from
+	// one host, re-opened every 10 s, once locked out 54 of 56 real clients.
+	MaxPendingPerSource int
+	// PressureHandshakeTimeout replaces HandshakeTimeout, when shorter, for a connection
+	// that arrives while half of MaxPendingHandshakes or more are taken (default 1 s).
+	PressureHandshakeTimeout time.Duration
 	// FrameBudget bounds the memory all connections together hold in frames being read,
 	// beyond the first 64 KiB of each (default 256 MiB). A frame that would take more is
 	// refused and its connection closed: 40 signed-in connections each withholding the
@@ -77,6 +84,12 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	}
 	if o.MaxPendingHandshakes <= 0 {
 		o.MaxPendingHandshakes = 64
+	}
+	if o.MaxPendingPerSource <= 0 {
+		o.MaxPendingPerSource = 8
+	}
+	if o.PressureHandshakeTimeout <= 0 {
+		o.PressureHandshakeTimeout = time.Second
 	}
 	if o.FrameBudget <= 0 {
 		o.FrameBudget = DefaultFrameBudget
