@@ -87,7 +87,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.migrate, "migrate", true, "apply the database migrations at start (safe with many nodes); false only checks the connection")
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /readyz, /metrics and a status page on HOST:PORT (empty: off)")
 	fs.IntVar(&f.httpMaxConns, "http-max-conns", 0, "most HTTP connections open at once; a newcomer displaces the oldest without a request in progress, else waits (0: a quarter of the file descriptor limit, at most 256)")
-	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR networks of TLS-terminating reverse proxies whose X-Forwarded-Proto is believed (Secure session cookies)")
+	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR networks of TLS-terminating reverse proxies whose X-Forwarded-Proto (Secure session cookies) and X-Forwarded-For (login throttling) are believed")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
