@@ -242,7 +242,7 @@ func (d *demo) run(ctx context.Context) (code int) {
 	}
 	d.sim = sim.New(sim.Config{Seed: int64(d.f.seed), AutoProvision: true})
 	if d.f.broker == "fix" {
-		front, err := fixfront.Start("127.0.0.1:0", d.sim, d.sim, fixfront.Options{Log: d.log})
+		front, err := fixfront.Start("127.0.0.1:0", d.sim, d.sim, fixfront.Options{Log: d.log, MaxConns: fixFrontMaxConns()})
 		if err != nil {
 			return fail(err)
 		}

@@ -93,7 +93,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	if *fixAddr != "" {
-		front, err := fixfront.Start(*fixAddr, srv, srv, fixfront.Options{CompID: *fixCompID, Log: log})
+		front, err := fixfront.Start(*fixAddr, srv, srv, fixfront.Options{CompID: *fixCompID, Log: log, MaxConns: fixFrontMaxConns()})
 		if err != nil {
 			_ = l.Close()
 			fmt.Fprintf(stderr, "copierd sim: %s\n", oneLine(err))
@@ -127,4 +127,11 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "copierd sim: %s\n", oneLine(err))
 		return exitFailure
 	}
+}
+
+// fixFrontMaxConns caps the FIX front's connections at half the process's descriptors (at
+// most fixfront's default, at least 512): idle FIX connections once took all 20,000, and
+// the process's HTTP and database connections failed with them.
+func fixFrontMaxConns() int {
+	return max(512, min(fixfront.DefaultMaxConns, fileLimit()/2))
 }
