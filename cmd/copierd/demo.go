@@ -285,7 +285,7 @@ func (d *demo) run(ctx context.Context) (code int) {
 	if d.front != nil {
 		// The nodes' broker: a front that stopped accepting leaves every dropped session
 		// unable to log on again.
-		web.checks = append(web.checks, readyCheck{"FIX front", d.front.Health})
+		web.addCheck("FIX front", d.front.Health)
 	}
 	httpCtx, stopHTTP := context.WithCancel(context.Background())
 	httpDone := make(chan struct{})

@@ -9,6 +9,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +27,8 @@ import (
 //
 //	GET /healthz  200 while the process is up
 //	GET /readyz   200 when every node holds a trusted lease (node.Ready) and every check
-//	              holds (the demo's FIX front accepts connections), else 503
+//	              holds (a node's bridge is connected, the demo's FIX front accepts
+//	              connections), else 503
 //	GET /metrics  Prometheus text format, one series per node (label node)
 //	GET /status   a plain HTML status page (refreshes itself every few seconds)
 //	/             the operator console once mounted (see consolemount.go), else the status page
@@ -41,9 +43,17 @@ type statusHTTP struct {
 	title string
 	// stopping makes /readyz answer 503 while the process shuts down.
 	stopping atomic.Bool
-	// checks are further conditions of readiness (the demo's FIX front accepting): /readyz
-	// answers 503 with the first one that fails.
-	checks []readyCheck
+	// checks are further conditions of readiness (the demo's FIX front accepting, a
+	// node's bridge connected): /readyz answers 503 with the first one that fails.
+	checksMu sync.Mutex
+	checks   []readyCheck
+}
+
+// addCheck adds a condition of readiness; safe while the server runs.
+func (s *statusHTTP) addCheck(name string, check func() error) {
+	s.checksMu.Lock()
+	defer s.checksMu.Unlock()
+	s.checks = append(s.checks, readyCheck{name, check})
 }
 
 // readyCheck is one condition of readiness: nil while it holds.
@@ -107,7 +117,10 @@ func (s *statusHTTP) ready() (bool, string) {
 	if s.stopping.Load() {
 		return false, "shutting down"
 	}
-	for _, c := range s.checks {
+	s.checksMu.Lock()
+	checks := slices.Clone(s.checks)
+	s.checksMu.Unlock()
+	for _, c := range checks {
 		if err := c.check(); err != nil {
 			return false, c.name + ": " + oneLine(err)
 		}

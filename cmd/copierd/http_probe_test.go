@@ -12,8 +12,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/broker/bridge"
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/broker/sim/fixfront"
+	"github.com/snapcopier/copier/internal/testwait"
 )
 
 // probeGet GETs url on a fresh connection; the client's limit only ends a hung test.
@@ -87,7 +89,8 @@ func TestReadyzReportsADeadFIXFront(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer front.Close()
-	web := &statusHTTP{title: "t", nodes: func() []*actors.Node { return nil }, checks: []readyCheck{{"FIX front", front.Health}}}
+	web := &statusHTTP{title: "t", nodes: func() []*actors.Node { return nil }}
+	web.addCheck("FIX front", front.Health)
 	if ok, why := web.ready(); strings.Contains(why, "FIX front") {
 		t.Fatalf("a running front reported: %v %q", ok, why)
 	}
@@ -96,4 +99,33 @@ func TestReadyzReportsADeadFIXFront(t *testing.T) {
 	if ok || !strings.HasPrefix(why, "FIX front: ") {
 		t.Fatalf("closed front: ready %v, %q", ok, why)
 	}
+}
+
+// TestReadyzReportsALostBridge: a node's /readyz names its bridge while the bridge is
+// down (it said "ready" while no order could be sent).
+func TestReadyzReportsALostBridge(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 1, AutoProvision: true})
+	srv := bridge.NewServer(s, s, bridge.ServerOptions{Token: "t"})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	c, err := bridge.Dial(t.Context(), l.Addr().String(), bridge.ClientOptions{Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	web := &statusHTTP{title: "t", nodes: func() []*actors.Node { return nil }}
+	web.addCheck("bridge", c.Connected)
+	if _, why := web.ready(); strings.HasPrefix(why, "bridge") {
+		t.Fatalf("a connected bridge reported: %q", why)
+	}
+	_ = srv.Close()
+	<-served
+	testwait.For(t, "/readyz names the bridge", 30*time.Second, func() (bool, string) {
+		ok, why := web.ready()
+		return !ok && strings.HasPrefix(why, "bridge: "), why
+	})
 }

@@ -252,6 +252,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 		defer c.Close()
+		web.addCheck("bridge", c.Connected)
 		b = c
 	case brokerFIX:
 		fb, err := fix.New(bk.fixConfig(log))
