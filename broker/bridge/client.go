@@ -69,6 +69,20 @@ func Dial(ctx context.Context, addr string, opts ClientOptions) (*Client, error)
 	return c, nil
 }
 
+// Connected returns nil while the Client holds a connection to the server, else why not
+// (for readiness probes: a node whose bridge is down cannot trade).
+func (c *Client) Connected() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return errors.New("bridge: client closed")
+	case c.conn == nil:
+		return fmt.Errorf("bridge: disconnected from %s (reconnecting)", c.addr)
+	}
+	return nil
+}
+
 // Close closes the connection and stops reconnecting. Every session and subscription
 // ends; calls in flight fail as they would on a drop. Close is idempotent.
 func (c *Client) Close() error {

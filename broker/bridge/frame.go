@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // ProtocolVersion is the bridge protocol version this package speaks. A peer that speaks
@@ -116,7 +118,38 @@ type frameReader struct {
 	buf []byte
 	// limit is the largest payload accepted now (MaxFrameSize unless lowered).
 	limit int
+	// budget, when set, is charged for a payload's memory beyond readChunk while the
+	// frame is read; charged is what this reader holds of it.
+	budget  *byteBudget
+	charged int
 }
+
+// byteBudget is the memory all connections together may hold in frames being read
+// beyond their first readChunk (ServerOptions.FrameBudget).
+type byteBudget struct {
+	mu   sync.Mutex
+	left int
+}
+
+// take reserves n bytes; false when fewer are left.
+func (b *byteBudget) take(n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.left {
+		return false
+	}
+	b.left -= n
+	return true
+}
+
+func (b *byteBudget) give(n int) {
+	b.mu.Lock()
+	b.left += n
+	b.mu.Unlock()
+}
+
+// errBudget ends a connection whose frame would take the server past its frame budget.
+var errBudget = errors.New("bridge: frame refused: the server's budget for frames being read is spent")
 
 func newFrameReader(r io.Reader) *frameReader {
 	return &frameReader{r: bufio.NewReaderSize(r, 32<<10), limit: MaxFrameSize}
@@ -140,14 +173,23 @@ func (fr *frameReader) next() (*inFrame, error) {
 		return nil, fmt.Errorf("bridge: frame of %d bytes exceeds the limit of %d bytes here", n, fr.limit)
 	}
 	p, err := fr.payload(int(n))
+	defer fr.release()
 	if err != nil {
 		return nil, err
 	}
-	f, err := decodeFrame(p)
-	if cap(fr.buf) > 1<<20 { // do not pin a large buffer after one big frame
+	return decodeFrame(p)
+}
+
+// release drops a buffer that grew past readChunk and gives its charge back: a large
+// buffer is not pinned after one big frame.
+func (fr *frameReader) release() {
+	if cap(fr.buf) > readChunk || fr.charged > 0 {
 		fr.buf = nil
 	}
-	return f, err
+	if fr.charged > 0 {
+		fr.budget.give(fr.charged)
+		fr.charged = 0
+	}
 }
 
 // payload reads n bytes, growing the buffer only as fast as bytes arrive (a header that
@@ -157,6 +199,12 @@ func (fr *frameReader) payload(n int) ([]byte, error) {
 	for len(buf) < n {
 		want := min(n-len(buf), max(len(buf), readChunk))
 		if cap(buf)-len(buf) < want {
+			if extra := len(buf) + want - readChunk - fr.charged; fr.budget != nil && extra > 0 {
+				if !fr.budget.take(extra) {
+					return nil, errBudget
+				}
+				fr.charged += extra
+			}
 			nb := make([]byte, len(buf), len(buf)+want)
 			copy(nb, buf)
 			buf = nb

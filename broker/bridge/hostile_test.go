@@ -37,7 +37,7 @@ func TestOversizedHelloIsRefused(t *testing.T) {
 // above the cap is closed at once.
 func TestHandshakeCap(t *testing.T) {
 	s := newSim()
-	ts := startServer(t, "127.0.0.1:0", s, s, bridge.ServerOptions{MaxPendingHandshakes: 2, HandshakeTimeout: time.Minute})
+	ts := startServer(t, "127.0.0.1:0", s, s, bridge.ServerOptions{MaxPendingHandshakes: 2, HandshakeTimeout: time.Minute, PressureHandshakeTimeout: time.Minute})
 	a, b := rawDial(t, ts.addr), rawDial(t, ts.addr)
 	// The third is closed by the server; the first two are served once they say hello.
 	// (Accepts are in order, so a and b are registered before c.)

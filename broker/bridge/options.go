@@ -33,6 +33,18 @@ type ServerOptions struct {
 	// MaxPendingHandshakes bounds the connections that have not completed their handshake
 	// yet (default 64): unauthenticated peers cannot crowd out the clients.
 	MaxPendingHandshakes int
+	// MaxPendingPerSource bounds the connections of one source (an IPv4 address or an
+	// IPv6 /64) that have not completed their handshake (default 8): 64 idle sockets from
+	// one host, re-opened every 10 s, once locked out 54 of 56 real clients.
+	MaxPendingPerSource int
+	// PressureHandshakeTimeout replaces HandshakeTimeout, when shorter, for a connection
+	// that arrives while half of MaxPendingHandshakes or more are taken (default 1 s).
+	PressureHandshakeTimeout time.Duration
+	// FrameBudget bounds the memory all connections together hold in frames being read,
+	// beyond the first 64 KiB of each (default 256 MiB). A frame that would take more is
+	// refused and its connection closed: 40 signed-in connections each withholding the
+	// last byte of a 16 MiB frame once held 870 MB, and the default caps allowed 22 GiB.
+	FrameBudget int
 	// EventQueue is the number of encoded feed events a connection buffers for its writer
 	// (default 1024). When it is full, the subscriptions' forwarders wait, and events back
 	// up into the wrapped broker's subscription channels.
@@ -41,6 +53,9 @@ type ServerOptions struct {
 	// its deadline (default time.Now). Tests inject one that runs ahead.
 	Clock func() time.Time
 }
+
+// DefaultFrameBudget is ServerOptions.FrameBudget's default.
+const DefaultFrameBudget = 256 << 20
 
 func (o ServerOptions) withDefaults() ServerOptions {
 	if o.Clock == nil {
@@ -69,6 +84,15 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	}
 	if o.MaxPendingHandshakes <= 0 {
 		o.MaxPendingHandshakes = 64
+	}
+	if o.MaxPendingPerSource <= 0 {
+		o.MaxPendingPerSource = 8
+	}
+	if o.PressureHandshakeTimeout <= 0 {
+		o.PressureHandshakeTimeout = time.Second
+	}
+	if o.FrameBudget <= 0 {
+		o.FrameBudget = DefaultFrameBudget
 	}
 	return o
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/internal/netsource"
+	"github.com/snapcopier/copier/internal/ratelog"
 )
 
 // ErrServerClosed is returned by Serve and ListenAndServe once Close has been called.
@@ -29,11 +31,16 @@ type Server struct {
 	ctx    context.Context // ends on Close; parent of every connection's context
 	cancel context.CancelFunc
 
+	frames *byteBudget // ServerOptions.FrameBudget, shared by the signed-in connections
+
 	mu        sync.Mutex
 	closed    bool
 	listeners []net.Listener
 	conns     map[*serverConn]struct{}
 	pending   int            // connections still in their handshake
+	pendingBy map[string]int // the same by source (netsource)
+	guesses   guessLog       // bad tokens by source: their refusals are delayed
+	refusals  ratelog.Limiter
 	wg        sync.WaitGroup // one per connection
 }
 
@@ -46,10 +53,12 @@ func NewServer(b broker.Broker, ctl broker.Controller, opts ServerOptions) *Serv
 	opts = opts.withDefaults()
 	return &Server{
 		b: b, ctl: ctl, opts: opts,
-		log:    opts.Logger.With().Str("component", "bridge-server").Logger(),
-		ctx:    ctx,
-		cancel: cancel,
-		conns:  make(map[*serverConn]struct{}),
+		log:       opts.Logger.With().Str("component", "bridge-server").Logger(),
+		ctx:       ctx,
+		cancel:    cancel,
+		conns:     make(map[*serverConn]struct{}),
+		frames:    &byteBudget{left: opts.FrameBudget},
+		pendingBy: make(map[string]int),
 	}
 }
 
@@ -165,10 +174,23 @@ func (s *Server) removeListener(l net.Listener) {
 }
 
 // handshakeDone is called once per connection when its handshake has ended.
-func (s *Server) handshakeDone() {
+func (s *Server) handshakeDone(source string) {
 	s.mu.Lock()
 	s.pending--
+	if s.pendingBy[source]--; s.pendingBy[source] <= 0 {
+		delete(s.pendingBy, source)
+	}
 	s.mu.Unlock()
+}
+
+// refusedLog logs a refused connection or handshake, at most one line a second (with the
+// count of lines held back): a flood of them once wrote one line each.
+func (s *Server) refusedLog(remote, msg string, err error) {
+	ok, held := s.refusals.Allow(time.Now())
+	if !ok {
+		return
+	}
+	s.log.Warn().Str("remote", remote).Err(err).Int("refusals_not_logged", held).Msg(msg)
 }
 
 // startConn registers nc and serves it on its own goroutine.
@@ -181,15 +203,24 @@ func (s *Server) startConn(nc net.Conn) {
 	}
 	// Caps: a stranger may open connections without end; each costs a descriptor and a
 	// reader buffer. Over a cap the connection is closed at once, before reading a byte.
-	if len(s.conns) >= s.opts.MaxConns || s.pending >= s.opts.MaxPendingHandshakes {
-		s.log.Warn().Str("remote", nc.RemoteAddr().String()).Int("conns", len(s.conns)).Int("handshaking", s.pending).
-			Msg("connection refused: too many connections")
+	source := netsource.Of(nc.RemoteAddr())
+	if len(s.conns) >= s.opts.MaxConns || s.pending >= s.opts.MaxPendingHandshakes || s.pendingBy[source] >= s.opts.MaxPendingPerSource {
+		s.refusedLog(nc.RemoteAddr().String(), "connection refused: too many connections", fmt.Errorf(
+			"%d connections, %d handshaking, %d of them from %s", len(s.conns), s.pending, s.pendingBy[source], source))
 		_ = nc.Close()
 		return
 	}
+	// Under pressure (half the handshake slots taken) a newcomer gets a short deadline:
+	// idle sockets re-opened in a loop cannot hold the slots for a whole HandshakeTimeout.
+	deadline := s.opts.HandshakeTimeout
+	if 2*s.pending >= s.opts.MaxPendingHandshakes {
+		deadline = min(deadline, s.opts.PressureHandshakeTimeout)
+	}
 	c := newServerConn(s, nc)
+	c.source, c.handshakeTimeout = source, deadline
 	s.conns[c] = struct{}{}
 	s.pending++
+	s.pendingBy[source]++
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -22,6 +22,9 @@ type serverConn struct {
 	srv *Server
 	nc  net.Conn
 	log zerolog.Logger
+	// source is the remote's netsource; handshakeTimeout its deadline for the hello.
+	source           string
+	handshakeTimeout time.Duration
 
 	ctx    context.Context // ends when the connection ends
 	cancel context.CancelFunc
@@ -71,13 +74,14 @@ func (c *serverConn) run() {
 	fr := newFrameReader(c.nc)
 	fr.limit = MaxHelloSize // until the client has authenticated
 	name, err := c.handshake(fr)
-	c.srv.handshakeDone()
+	c.srv.handshakeDone(c.source)
 	if err != nil {
-		c.log.Warn().Err(err).Msg("handshake failed")
+		c.srv.refusedLog(c.nc.RemoteAddr().String(), "handshake failed", err)
 		c.abort()
 		return
 	}
 	fr.limit = MaxFrameSize
+	fr.budget = c.srv.frames
 	c.log = c.log.With().Str("client", name).Logger()
 	c.log.Info().Msg("client connected")
 	c.wg.Add(1)
@@ -97,7 +101,7 @@ func (c *serverConn) run() {
 // refused. It returns the client's name.
 func (c *serverConn) handshake(fr *frameReader) (string, error) {
 	opts := c.srv.opts
-	_ = c.nc.SetReadDeadline(time.Now().Add(opts.HandshakeTimeout))
+	_ = c.nc.SetReadDeadline(time.Now().Add(c.handshakeTimeout))
 	f, err := fr.next()
 	if err != nil {
 		return "", fmt.Errorf("read hello: %w", err)
@@ -112,6 +116,19 @@ func (c *serverConn) handshake(fr *frameReader) (string, error) {
 			"bridge: protocol version %d is not supported (server speaks %d)", f.Version, ProtocolVersion)
 	case opts.Token != "" && subtle.ConstantTimeCompare([]byte(f.Token), []byte(opts.Token)) != 1:
 		refuse = broker.NewError(broker.ErrPermanent, broker.CodeAuthFailed, "bridge: bad token")
+	}
+	if refuse != nil && refuse.Code == broker.CodeAuthFailed {
+		// Guessing is not free: each bad token from a source delays its refusal longer
+		// (the slot stays taken meanwhile, and a source has few); the right token is
+		// never delayed, so clients sharing the address are not locked out.
+		if d := c.srv.guesses.failed(c.source, time.Now()); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-c.ctx.Done():
+				t.Stop()
+			}
+		}
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(opts.WriteTimeout))
 	if refuse != nil {

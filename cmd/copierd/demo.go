@@ -156,6 +156,7 @@ type demo struct {
 
 	sim       *sim.Server
 	fixAddr   string // the simulator's FIX front, with --broker fix
+	front     *fixfront.Front
 	pool      *pgxpool.Pool
 	masters   []demoMaster
 	followers []demoFollower
@@ -241,11 +242,12 @@ func (d *demo) run(ctx context.Context) (code int) {
 	}
 	d.sim = sim.New(sim.Config{Seed: int64(d.f.seed), AutoProvision: true})
 	if d.f.broker == "fix" {
-		front, err := fixfront.Start("127.0.0.1:0", d.sim, d.sim, fixfront.Options{Log: d.log})
+		front, err := fixfront.Start("127.0.0.1:0", d.sim, d.sim, fixfront.Options{Log: d.log, MaxConns: fixFrontMaxConns()})
 		if err != nil {
 			return fail(err)
 		}
 		defer front.Close()
+		d.front = front
 		d.fixAddr = front.Addr()
 		d.printf("the nodes trade over FIX 4.4 through the simulator's FIX front on %s", d.fixAddr)
 	}
@@ -281,6 +283,11 @@ func (d *demo) run(ctx context.Context) (code int) {
 	d.gen = activity.New(activity.Config{Control: d.sim, Quotes: quotes, Masters: d.masterLogins(), Seed: d.f.seed, Comment: "demo", Logger: d.log})
 	web := &statusHTTP{title: "copierd demo", nodes: func() []*actors.Node { return d.nodes }, summary: d.summary}
 	web.pool.Store(d.pool)
+	if d.front != nil {
+		// The nodes' broker: a front that stopped accepting leaves every dropped session
+		// unable to log on again.
+		web.addCheck("FIX front", d.front.Health)
+	}
 	httpCtx, stopHTTP := context.WithCancel(context.Background())
 	httpDone := make(chan struct{})
 	if listener != nil {

@@ -9,6 +9,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +27,9 @@ import (
 // in-process nodes:
 //
 //	GET /healthz  200 while the process is up
-//	GET /readyz   200 when every node holds a trusted lease (node.Ready), else 503
+//	GET /readyz   200 when every node holds a trusted lease (node.Ready) and every check
+//	              holds (a node's bridge is connected, the demo's FIX front accepts
+//	              connections), else 503
 //	GET /metrics  Prometheus text format, one series per node (label node)
 //	GET /status   a plain HTML status page (refreshes itself every few seconds)
 //	/             the operator console once mounted (see consolemount.go), else the status page
@@ -43,6 +46,23 @@ type statusHTTP struct {
 	pool atomic.Pointer[pgxpool.Pool]
 	// stopping makes /readyz answer 503 while the process shuts down.
 	stopping atomic.Bool
+	// checks are further conditions of readiness (the demo's FIX front accepting, a
+	// node's bridge connected): /readyz answers 503 with the first one that fails.
+	checksMu sync.Mutex
+	checks   []readyCheck
+}
+
+// addCheck adds a condition of readiness; safe while the server runs.
+func (s *statusHTTP) addCheck(name string, check func() error) {
+	s.checksMu.Lock()
+	defer s.checksMu.Unlock()
+	s.checks = append(s.checks, readyCheck{name, check})
+}
+
+// readyCheck is one condition of readiness: nil while it holds.
+type readyCheck struct {
+	name  string
+	check func() error
 }
 
 // handler returns the HTTP handler of s.
@@ -100,6 +120,14 @@ func (s *statusHTTP) ready() (bool, string) {
 	if s.stopping.Load() {
 		return false, "shutting down"
 	}
+	s.checksMu.Lock()
+	checks := slices.Clone(s.checks)
+	s.checksMu.Unlock()
+	for _, c := range checks {
+		if err := c.check(); err != nil {
+			return false, c.name + ": " + oneLine(err)
+		}
+	}
 	nodes := s.nodes()
 	if len(nodes) == 0 {
 		return false, "node not started (waiting for the database or the broker)"
@@ -134,16 +162,25 @@ func defaultHTTPMaxConns() int {
 
 // serveHTTP serves h on l until ctx ends, then shuts the server down gracefully. It
 // returns when the server has stopped. At most maxConns connections are open at once
-// (0: defaultHTTPMaxConns); more wait in the kernel's accept queue, which costs the
-// process no descriptor.
+// (0: defaultHTTPMaxConns), plus one being admitted; see limitListener for who waits.
 func serveHTTP(ctx context.Context, l net.Listener, h http.Handler, maxConns int, log zerolog.Logger) {
 	if maxConns <= 0 {
 		maxConns = defaultHTTPMaxConns()
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
-		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, MaxHeaderBytes: httpMaxHeaderBytes,
-		ErrorLog: stdlog.New(logWriter{log}, "", 0)}
 	ll := newLimitListener(l, maxConns)
+	runHTTP(ctx, newHTTPServer(h, ll, log), ll, log)
+}
+
+// newHTTPServer is the server of serveHTTP: its limits, and its connection states reported
+// to ll (which connections may be displaced).
+func newHTTPServer(h http.Handler, ll *limitListener, log zerolog.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
+		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, MaxHeaderBytes: httpMaxHeaderBytes,
+		ErrorLog: stdlog.New(logWriter{log}, "", 0), ConnState: ll.connState}
+}
+
+// runHTTP serves srv on ll until ctx ends, then shuts it down gracefully.
+func runHTTP(ctx context.Context, srv *http.Server, ll *limitListener, log zerolog.Logger) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -167,31 +204,80 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// limitListener accepts a connection only while fewer than its capacity are open.
+// limitListener holds at most its capacity of connections. When all are taken, a new
+// connection displaces the oldest one that has no request in progress (one still
+// sending its headers, or an idle keep-alive one); only when every connection is busy
+// with a request does the newcomer wait for a free slot. So slow-header (slowloris) or
+// idle connections cannot keep a probe or a scrape out: they once held all 256 slots and
+// /healthz waited 10–17 s.
 type limitListener struct {
 	net.Listener
 	slots     chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+
+	mu      sync.Mutex
+	waiting map[*limitConn]time.Time // no request in progress, since when
 }
 
 func newLimitListener(l net.Listener, n int) *limitListener {
-	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{})}
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}),
+		waiting: map[*limitConn]time.Time{}}
 }
 
-// Accept waits for a free slot, then accepts.
+// Accept accepts, then takes a slot: a free one, else one freed by displacing the oldest
+// connection without a request in progress, else the next one freed.
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.slots
 		return nil, err
 	}
+	select {
+	case l.slots <- struct{}{}:
+	default:
+		l.displaceOldest()
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.done:
+			_ = c.Close()
+			return nil, net.ErrClosed
+		}
+	}
 	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+// displaceOldest closes the connection that has waited longest without a request.
+func (l *limitListener) displaceOldest() {
+	l.mu.Lock()
+	var oldest *limitConn
+	var since time.Time
+	for c, t := range l.waiting {
+		if oldest == nil || t.Before(since) {
+			oldest, since = c, t
+		}
+	}
+	delete(l.waiting, oldest)
+	l.mu.Unlock()
+	if oldest != nil {
+		_ = oldest.Close()
+	}
+}
+
+// connState is the server's http.Server.ConnState: it tracks which connections have no
+// request in progress.
+func (l *limitListener) connState(c net.Conn, st http.ConnState) {
+	lc, ok := c.(*limitConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch st {
+	case http.StateNew, http.StateIdle:
+		l.waiting[lc] = time.Now()
+	default:
+		delete(l.waiting, lc)
+	}
 }
 
 // Close stops Accept, also while it waits for a slot.

@@ -239,6 +239,7 @@ func TestSimAndDemoBadConfig(t *testing.T) {
 		{[]string{"sim", "--listen", "nope"}, `--listen "nope"`},
 		{[]string{"sim", "--requote-rate", "1.5"}, "--requote-rate 1.5: must be a probability"},
 		{[]string{"sim", "--latency", "-1s"}, "--latency -1s: must not be negative"},
+		{[]string{"sim"}, "--token (or COPIER_TOKEN) is required"},
 		{[]string{"demo", "--nodes", "0"}, "--nodes 0: want 1 to 100"},
 		{[]string{"demo", "--rate", "0"}, "--rate 0"},
 		{[]string{"demo", "--lease", "2s", "--fence", "2s"}, "fence (2s) must be shorter than lease (2s)"},
@@ -247,6 +248,7 @@ func TestSimAndDemoBadConfig(t *testing.T) {
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			unsetEnv(t, "COPIER_DATABASE_URL")
+			unsetEnv(t, "COPIER_TOKEN")
 			code, out, msg := runCLI(t, nil, c.args...)
 			if code != exitUsage || !strings.Contains(msg, c.want) || strings.Count(msg, "\n") != 1 || out != "" {
 				t.Fatalf("exit %d stderr %q stdout %q; want %d and one line containing %q", code, msg, out, exitUsage, c.want)

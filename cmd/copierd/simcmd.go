@@ -17,8 +17,9 @@ import (
 // simSynopsis is the help text of the command.
 const simSynopsis = `Serves a simulated MetaTrader-like trade server (broker/sim) over the bridge protocol,
 control API included (provisioning, master trades, order log, faults, options), until
-signalled. Nodes reach it with 'copierd run --broker bridge://HOST:PORT'; the demo and
-stress tools drive it through the same connection. Fault rates are probabilities per
+signalled. Nodes reach it with 'copierd run --broker bridge://HOST:PORT --bridge-token T'
+(the sim's --token T; without one the sim refuses to start unless --insecure); the demo
+and stress tools drive it through the same connection. Fault rates are probabilities per
 request in [0, 1]; a seeded random source decides, so a run repeats.
 
 With --fix ADDR the same server is also a FIX 4.4 acceptor (broker/sim/fixfront) with
@@ -30,7 +31,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("sim", simSynopsis, stderr)
 	listen := fs.String("listen", "127.0.0.1:7400", "TCP address to serve the bridge on (port 0 picks a free one)")
 	seed := fs.Int64("seed", 1, "seed of every random decision (prices, faults, dropped events)")
-	token := fs.String("token", "", "shared secret clients must present (empty: any client is accepted; never logged)")
+	token := fs.String("token", "", "shared secret bridge clients must present (required unless --insecure; never logged)")
+	insecure := fs.Bool("insecure", false, "serve the bridge without a token: anyone who reaches the port is accepted")
 	autoProvision := fs.Bool("auto-provision", true, "create unknown accounts on first connect (balance 10,000 USD, leverage 100, hedging)")
 	triggerStops := fs.Bool("trigger-stops", false, "close positions whose SL or TP the price reaches")
 	requote := fs.Float64("requote-rate", 0, "share of orders rejected with a requote (retryable)")
@@ -75,6 +77,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *latency < 0 {
 		return usageErr(fmt.Errorf("--latency %v: must not be negative", *latency))
 	}
+	if *token == "" && !*insecure {
+		return usageErr(errors.New("--token (or COPIER_TOKEN) is required: the bridge's control API provisions accounts and moves prices; --insecure serves it to anyone"))
+	}
 	log, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
 		return usageErr(err)
@@ -94,7 +99,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	if *fixAddr != "" {
-		front, err := fixfront.Start(*fixAddr, srv, srv, fixfront.Options{CompID: *fixCompID, Log: log, Strict: dialect == fixwire.DialectFIX44})
+		front, err := fixfront.Start(*fixAddr, srv, srv, fixfront.Options{CompID: *fixCompID, Log: log, Strict: dialect == fixwire.DialectFIX44, MaxConns: fixFrontMaxConns()})
 		if err != nil {
 			_ = l.Close()
 			fmt.Fprintf(stderr, "copierd sim: %s\n", oneLine(err))
@@ -128,4 +133,11 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "copierd sim: %s\n", oneLine(err))
 		return exitFailure
 	}
+}
+
+// fixFrontMaxConns caps the FIX front's connections at half the process's descriptors (at
+// most fixfront's default, at least 512): idle FIX connections once took all 20,000, and
+// the process's HTTP and database connections failed with them.
+func fixFrontMaxConns() int {
+	return max(512, min(fixfront.DefaultMaxConns, fileLimit()/2))
 }

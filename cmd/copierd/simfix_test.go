@@ -17,7 +17,7 @@ import (
 // TestSimServesFIX: 'copierd sim --fix' serves the simulator as a FIX acceptor beside the
 // bridge; a FIX broker logs on, trades and sees the position; the sim stops cleanly.
 func TestSimServesFIX(t *testing.T) {
-	simCLI := startCLI(t, "sim", "--listen", "127.0.0.1:0", "--fix", "127.0.0.1:0", "--log-level", "error")
+	simCLI := startCLI(t, "sim", "--listen", "127.0.0.1:0", "--token", "bridge-secret", "--fix", "127.0.0.1:0", "--log-level", "error")
 	var addr string
 	eventually(t, "FIX acceptor", 20*time.Second, func() string {
 		if _, after, ok := strings.Cut(simCLI.stdout.String(), "sim FIX acceptor on "); ok {
@@ -65,7 +65,7 @@ func TestSimServesFIX(t *testing.T) {
 // TestSimServesStrictFIX: 'copierd sim --fix-dialect fix44' is a venue that knows only
 // standard FIX 4.4: a ctrader client's SecurityListRequest is refused at once, classified.
 func TestSimServesStrictFIX(t *testing.T) {
-	simCLI := startCLI(t, "sim", "--listen", "127.0.0.1:0", "--fix", "127.0.0.1:0", "--fix-dialect", "fix44", "--log-level", "error")
+	simCLI := startCLI(t, "sim", "--listen", "127.0.0.1:0", "--token", "bridge-secret", "--fix", "127.0.0.1:0", "--fix-dialect", "fix44", "--log-level", "error")
 	var addr string
 	eventually(t, "FIX acceptor", 20*time.Second, func() string {
 		if _, after, ok := strings.Cut(simCLI.stdout.String(), "sim FIX acceptor on "); ok {
@@ -103,7 +103,7 @@ func TestRunOverFIXToSim(t *testing.T) {
 	if err := store.CreateAccount(ctx, db.Pool, store.Account{ID: 701, Platform: "sim", Role: store.RoleFollower, Enabled: true, Login: "f701"}); err != nil {
 		t.Fatal(err)
 	}
-	simCLI := startCLI(t, "sim", "--listen", "127.0.0.1:0", "--fix", "127.0.0.1:0", "--log-level", "error")
+	simCLI := startCLI(t, "sim", "--listen", "127.0.0.1:0", "--token", "bridge-secret", "--fix", "127.0.0.1:0", "--log-level", "error")
 	var addr string
 	eventually(t, "FIX acceptor", 20*time.Second, func() string {
 		if _, after, ok := strings.Cut(simCLI.stdout.String(), "sim FIX acceptor on "); ok {

@@ -19,11 +19,15 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	proxyproto "github.com/pires/go-proxyproto"
 
@@ -50,6 +54,17 @@ type Acceptor struct {
 	connectionValidator   ConnectionValidator
 	tlsConfig             *tls.Config
 	sessionFactory
+
+	// Patched: bounds on what one peer can hold (see PATCHES.md).
+	maxMessageSize       int
+	maxConns, maxPerHost int
+	firstMessageTimeout  time.Duration
+	connMu               sync.Mutex
+	connCount            int
+	connsPerHost         map[string]int
+	stopped              chan struct{} // closed by Stop: ends an accept back-off
+	stopOnce             sync.Once
+	acceptErr            atomic.Pointer[error] // the last Accept's error; nil after a success
 }
 
 // ConnectionValidator is an interface allowing to implement a custom authentication logic.
@@ -66,6 +81,10 @@ func (a *Acceptor) Start() (err error) {
 		if socketAcceptHost, err = a.settings.GlobalSettings().Setting(config.SocketAcceptHost); err != nil {
 			return
 		}
+	}
+
+	if err = a.readLimits(a.settings.GlobalSettings()); err != nil {
+		return
 	}
 
 	a.sessionHostPort = make(map[SessionID]int)
@@ -137,6 +156,7 @@ func (a *Acceptor) Stop() {
 		_ = recover() // suppress sending on closed channel error
 	}()
 
+	a.stopOnce.Do(func() { close(a.stopped) })
 	for _, listener := range a.listeners {
 		listener.Close()
 	}
@@ -177,6 +197,8 @@ func NewAcceptor(app Application, storeFactory MessageStoreFactory, settings *Se
 		sessions:        make(map[SessionID]*session),
 		sessionHostPort: make(map[SessionID]int),
 		listeners:       make(map[string]net.Listener),
+		connsPerHost:    make(map[string]int),
+		stopped:         make(chan struct{}),
 	}
 	if a.settings.GlobalSettings().HasSetting(config.DynamicSessions) {
 		if a.dynamicSessions, err = settings.globalSettings.BoolSetting(config.DynamicSessions); err != nil {
@@ -210,18 +232,123 @@ func NewAcceptor(app Application, storeFactory MessageStoreFactory, settings *Se
 	return
 }
 
+// Accept back-off bounds (patched): as net/http's server.
+const (
+	acceptRetryMin = 5 * time.Millisecond
+	acceptRetryMax = time.Second
+)
+
+// listenForConnections accepts until the listener is closed. Patched: v0.9.7 returned on
+// any Accept error, so one "too many open files" stopped the acceptor for good while its
+// port stayed open; now every error but a closed listener backs off and retries.
 func (a *Acceptor) listenForConnections(listener net.Listener) {
 	defer a.listenerShutdown.Done()
 
+	var delay time.Duration
 	for {
 		netConn, err := listener.Accept()
 		if err != nil {
-			return
+			if errors.Is(err, net.ErrClosed) {
+				err = fmt.Errorf("listener closed: %w", err)
+				a.acceptErr.Store(&err)
+				return
+			}
+			a.acceptErr.Store(&err)
+			delay = min(max(2*delay, acceptRetryMin), acceptRetryMax)
+			a.globalLog.OnEventf("Accept error: %v; retrying in %v", err, delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-a.stopped:
+				t.Stop()
+				return
+			}
+			continue
 		}
+		delay = 0
+		a.acceptErr.Store(nil)
 
+		host, ok := a.admitConn(netConn)
+		if !ok {
+			_ = netConn.Close()
+			continue
+		}
 		go func() {
+			defer a.releaseConn(host)
 			a.handleConnection(netConn)
 		}()
+	}
+}
+
+// AcceptErr returns the error of the last Accept when it failed (the acceptor is backing
+// off, or its listener is closed), nil while connections are accepted (patched in, for
+// readiness probes).
+func (a *Acceptor) AcceptErr() error {
+	if p := a.acceptErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// readLimits reads the patched-in bounds from the global settings.
+func (a *Acceptor) readLimits(s *SessionSettings) (err error) {
+	a.maxMessageSize = DefaultMaxMessageSize
+	for _, l := range []struct {
+		key string
+		to  *int
+	}{{config.MaxMessageSize, &a.maxMessageSize}, {config.MaxConnections, &a.maxConns}, {config.MaxConnectionsPerHost, &a.maxPerHost}} {
+		if s.HasSetting(l.key) {
+			if *l.to, err = s.IntSetting(l.key); err != nil {
+				return
+			}
+			if *l.to < 0 {
+				return fmt.Errorf("%s: must not be negative", l.key)
+			}
+		}
+	}
+	if s.HasSetting(config.FirstMessageTimeout) {
+		if a.firstMessageTimeout, err = s.DurationSetting(config.FirstMessageTimeout); err != nil {
+			return
+		}
+	}
+	return nil
+}
+
+// sourceKey is the source a connection counts against: its IP, an IPv6 address by its /64
+// (one host usually holds a whole /64).
+func sourceKey(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return addr.String()
+	}
+	if ip4 := tcp.IP.To4(); ip4 != nil {
+		return ip4.String()
+	}
+	return tcp.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+// admitConn counts a new connection against the total and per-source bounds; false:
+// over a bound, the connection must be closed.
+func (a *Acceptor) admitConn(c net.Conn) (string, bool) {
+	host := sourceKey(c.RemoteAddr())
+	a.connMu.Lock()
+	defer a.connMu.Unlock()
+	if (a.maxConns > 0 && a.connCount >= a.maxConns) || (a.maxPerHost > 0 && a.connsPerHost[host] >= a.maxPerHost) {
+		a.globalLog.OnEventf("Connection from %v refused: %d open, %d from its source", c.RemoteAddr(), a.connCount, a.connsPerHost[host])
+		return host, false
+	}
+	a.connCount++
+	a.connsPerHost[host]++
+	return host, true
+}
+
+// releaseConn uncounts a connection admitted by admitConn.
+func (a *Acceptor) releaseConn(host string) {
+	a.connMu.Lock()
+	defer a.connMu.Unlock()
+	a.connCount--
+	if a.connsPerHost[host]--; a.connsPerHost[host] <= 0 {
+		delete(a.connsPerHost, host)
 	}
 }
 
@@ -241,9 +368,16 @@ func (a *Acceptor) handleConnection(netConn net.Conn) {
 	}()
 
 	reader := bufio.NewReader(netConn)
-	parser := newParser(reader)
+	parser := newParser(reader, a.maxMessageSize)
 
+	// Patched: a connection that sends no first message in time is closed.
+	if a.firstMessageTimeout > 0 {
+		_ = netConn.SetReadDeadline(time.Now().Add(a.firstMessageTimeout))
+	}
 	msgBytes, err := parser.ReadMessage()
+	if a.firstMessageTimeout > 0 {
+		_ = netConn.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		if err == io.EOF {
 			a.globalLog.OnEvent("Connection Terminated")

@@ -17,6 +17,7 @@ package quickfix
 
 import (
 	"errors"
+	"math"
 	"strconv"
 )
 
@@ -31,6 +32,10 @@ const (
 
 // atoi is similar to the function in strconv, but is tuned for ints appearing in FIX field types.
 func atoi(d []byte) (int, error) {
+	// Patched: an empty value (a repeated, empty BodyLength) indexed d[0] and panicked.
+	if len(d) == 0 {
+		return 0, errors.New("empty bytes")
+	}
 	if d[0] == asciiMinus {
 		n, err := parseUInt(d[1:])
 		return (-1) * n, err
@@ -52,6 +57,11 @@ func parseUInt(d []byte) (n int, err error) {
 			return
 		}
 
+		// Patched: a value past the int range wrapped around silently.
+		if n > (math.MaxInt-(int(dec)-ascii0))/10 {
+			err = errors.New("out of range")
+			return
+		}
 		n = n*10 + (int(dec) - ascii0)
 	}
 

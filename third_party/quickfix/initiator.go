@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"golang.org/x/net/proxy"
+
+	"github.com/quickfixgo/quickfix/config"
 )
 
 // Initiator initiates connections and processes messages for all sessions.
@@ -56,9 +58,17 @@ func (i *Initiator) Start() (err error) {
 			return
 		}
 
+		// Patched: the venue is not trusted with the process's memory either.
+		maxMessageSize := DefaultMaxMessageSize
+		if settings.HasSetting(config.MaxMessageSize) {
+			if maxMessageSize, err = settings.IntSetting(config.MaxMessageSize); err != nil {
+				return
+			}
+		}
+
 		i.wg.Add(1)
 		go func(sessID SessionID) {
-			i.handleConnection(i.sessions[sessID], tlsConfig, dialer)
+			i.handleConnection(i.sessions[sessID], tlsConfig, dialer, maxMessageSize)
 			i.wg.Done()
 		}(sessionID)
 	}
@@ -143,7 +153,7 @@ func (i *Initiator) waitForReconnectInterval(reconnectInterval time.Duration) bo
 	return true
 }
 
-func (i *Initiator) handleConnection(session *session, tlsConfig *tls.Config, dialer proxy.ContextDialer) {
+func (i *Initiator) handleConnection(session *session, tlsConfig *tls.Config, dialer proxy.ContextDialer, maxMessageSize int) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -212,7 +222,7 @@ func (i *Initiator) handleConnection(session *session, tlsConfig *tls.Config, di
 			goto reconnect
 		}
 
-		go readLoop(newParser(bufio.NewReader(netConn)), msgIn, session.log)
+		go readLoop(newParser(bufio.NewReader(netConn), maxMessageSize), msgIn, session.log)
 		disconnected = make(chan interface{})
 		go func() {
 			writeLoop(netConn, msgOut, session.log)

@@ -7,11 +7,24 @@
 // deadline (9003) is refused, its lease-epoch token (9001) goes on to the server. Options.
 // Strict makes it a venue that knows only standard FIX 4.4 instead. It is `copierd sim
 // --fix` and the counterparty of broker/fix's tests. The dialect is broker/fix/fixwire.
+//
+// Nobody who reaches the port can take it down or buy its memory: connections are bounded
+// in all and per source (Options.MaxConns, MaxConnsPerSource), a connection must deliver
+// its Logon within Options.LogonTimeout, one message is at most Options.MaxMessageSize,
+// and the accept loop backs off on errors (out of descriptors) instead of stopping (the
+// patched acceptor, third_party/quickfix/PATCHES.md; Health reports it for readiness).
+// A Logon is refused, with a Logout naming the reason, for a bad CheckSum, a user name or
+// password that is too long (64 / 256 bytes), not UTF-8 or holds a control character, and
+// for a password other than that of the login's first accepted logon (the simulator's
+// auto-provisioned accounts accept any password; the front remembers a hash of the first
+// and holds every later logon to it). Refusals are logged at most once a second, with the
+// count of those not logged; Logons keeps the most recent 1,024.
 package fixfront
 
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -25,6 +38,7 @@ import (
 
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/fix/fixwire"
+	"github.com/snapcopier/copier/internal/ratelog"
 )
 
 // DefaultCompID is the front's SenderCompID, cTrader's.
@@ -51,6 +65,43 @@ type Options struct {
 	// (BusinessMessageReject, 380=3); fills carry no position id (721) and rejects no
 	// custom tags.
 	Strict bool
+
+	// Bounds on what clients may hold (0: the default). The demo and the FIX benchmarks
+	// log 1,000 sessions on from one host, hence the generous per-source default.
+	MaxConns          int           // connections at once (default 4,096)
+	MaxConnsPerSource int           // connections at once from one address or IPv6 /64 (default 2,048)
+	LogonTimeout      time.Duration // until a connection's Logon has arrived (default 5 s)
+	MaxMessageSize    int           // bytes in one incoming message (default 64 KiB)
+}
+
+// Defaults of the Options bounds.
+const (
+	DefaultMaxConns          = 4096
+	DefaultMaxConnsPerSource = 2048
+	DefaultLogonTimeout      = 5 * time.Second
+	DefaultMaxMessageSize    = 64 << 10 // clients send orders and requests, never lists
+)
+
+// withDefaults fills in the zero bounds and refuses negative ones.
+func (o Options) withDefaults() (Options, error) {
+	if o.CompID == "" {
+		o.CompID = DefaultCompID
+	}
+	if o.MaxConns < 0 || o.MaxConnsPerSource < 0 || o.LogonTimeout < 0 || o.MaxMessageSize < 0 {
+		return o, errors.New("fixfront: MaxConns, MaxConnsPerSource, LogonTimeout and MaxMessageSize must not be negative")
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxConns, DefaultMaxConns)
+	def(&o.MaxConnsPerSource, DefaultMaxConnsPerSource)
+	def(&o.MaxMessageSize, DefaultMaxMessageSize)
+	if o.LogonTimeout == 0 {
+		o.LogonTimeout = DefaultLogonTimeout
+	}
+	return o, nil
 }
 
 // optionsReader is what a backing server may offer beyond broker.Controller: its current
@@ -80,7 +131,10 @@ type Front struct {
 	conns    map[string]net.Conn // by remote address, to drop a session
 	sessions map[quickfix.SessionID]*fsession
 	accounts map[string]*accountMemo
-	logons   []LogonRecord
+	logons   []LogonRecord // the most recent maxLogonRecords
+
+	passwords passwords       // per login, of its first accepted logon
+	refusals  ratelog.Limiter // refused logons are logged at most once a second
 
 	ids    atomic.Int64
 	closed atomic.Bool
@@ -98,8 +152,9 @@ type LogonRecord struct {
 
 // Start listens on addr ("127.0.0.1:0" picks a free port) and serves b and ctl.
 func Start(addr string, b broker.Broker, ctl broker.Controller, opts Options) (*Front, error) {
-	if opts.CompID == "" {
-		opts.CompID = DefaultCompID
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -122,6 +177,11 @@ func Start(addr string, b broker.Broker, ctl broker.Controller, opts Options) (*
 	g.Set(config.DynamicQualifier, "Y")
 	g.Set(config.PersistMessages, "N") // sequence numbers reset on logon: nothing is resent
 	g.Set(config.HeartBtInt, "30")
+	// Bounds of the patched acceptor (third_party/quickfix/PATCHES.md).
+	g.Set(config.MaxConnections, strconv.Itoa(opts.MaxConns))
+	g.Set(config.MaxConnectionsPerHost, strconv.Itoa(opts.MaxConnsPerSource))
+	g.Set(config.FirstMessageTimeout, opts.LogonTimeout.String())
+	g.Set(config.MaxMessageSize, strconv.Itoa(opts.MaxMessageSize))
 	acc, err := quickfix.NewAcceptor(f, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory())
 	if err != nil {
 		return nil, fmt.Errorf("fixfront: %w", err)
@@ -188,7 +248,19 @@ func (f *Front) Close() error {
 	return nil
 }
 
-// Logons returns every accepted logon so far, oldest first.
+// Health returns why the front does not accept connections (closed, or its listener
+// failing, e.g. out of file descriptors), or nil: for readiness probes.
+func (f *Front) Health() error {
+	if f.closed.Load() {
+		return errors.New("fixfront: closed")
+	}
+	if err := f.acc.AcceptErr(); err != nil {
+		return fmt.Errorf("fixfront: accept on %s: %w", f.addr, err)
+	}
+	return nil
+}
+
+// Logons returns the accepted logons so far (the most recent 1,024), oldest first.
 func (f *Front) Logons() []LogonRecord {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -345,27 +417,18 @@ func (f *Front) FromAdmin(msg *quickfix.Message, id quickfix.SessionID) quickfix
 
 // logon checks a Logon and opens the account's server session.
 func (f *Front) logon(msg *quickfix.Message, id quickfix.SessionID) quickfix.MessageRejectError {
-	if id.BeginString != fixwire.BeginString {
-		f.log.Warn().Str("begin_string", id.BeginString).Msg("fix logon refused: wrong BeginString")
-		return quickfix.RejectLogon{Text: "only " + fixwire.BeginString + " is supported"}
-	}
-	if id.SenderCompID != f.opts.CompID {
-		f.log.Warn().Str("target_comp_id", id.SenderCompID).Msg("fix logon refused: wrong TargetCompID")
-		return quickfix.RejectLogon{Text: "unknown TargetCompID " + id.SenderCompID + ", want " + f.opts.CompID}
-	}
 	user, _ := msg.Body.GetString(fixwire.TagUsername)
 	pass, _ := msg.Body.GetString(fixwire.TagPassword)
-	if user == "" {
-		return quickfix.RejectLogon{Text: "Username (553) is required"}
-	}
-	if f.closed.Load() {
-		return quickfix.RejectLogon{Text: "server shutting down"}
+	if reason := f.checkLogon(msg, id, user, pass); reason != "" {
+		f.refused(user, reason)
+		return quickfix.RejectLogon{Text: reason}
 	}
 	sess, err := f.b.Connect(context.Background(), broker.Credentials{Login: user, Password: pass, Server: f.opts.CompID})
 	if err != nil {
-		f.log.Warn().Str("login", user).Err(err).Msg("fix logon refused")
+		f.refused(user, "logon refused: "+err.Error())
 		return quickfix.RejectLogon{Text: "logon refused: " + err.Error()}
 	}
+	f.passwords.remember(user, pass)
 	seq, _ := msg.Header.GetInt(quickfix.Tag(34))
 	reset, _ := msg.Body.GetBool(quickfix.Tag(141))
 	rec := LogonRecord{Login: user, MsgSeqNum: seq, ResetSeqNo: reset}
@@ -377,12 +440,49 @@ func (f *Front) logon(msg *quickfix.Message, id quickfix.SessionID) quickfix.Mes
 	f.mu.Lock()
 	old := f.sessions[id]
 	f.sessions[id] = s
+	if len(f.logons) == maxLogonRecords {
+		f.logons = append(f.logons[:0], f.logons[1:]...)
+	}
 	f.logons = append(f.logons, rec)
 	f.mu.Unlock()
 	if old != nil {
 		old.shutdown()
 	}
 	return nil
+}
+
+// checkLogon returns why a Logon is refused before the server sees it, or "".
+func (f *Front) checkLogon(msg *quickfix.Message, id quickfix.SessionID, user, pass string) string {
+	switch {
+	case id.BeginString != fixwire.BeginString:
+		return "only " + fixwire.BeginString + " is supported"
+	case id.SenderCompID != f.opts.CompID:
+		return "unknown TargetCompID " + id.SenderCompID + ", want " + f.opts.CompID
+	case f.closed.Load():
+		return "server shutting down"
+	}
+	if err := checkSum(msg.Bytes()); err != nil {
+		return err.Error()
+	}
+	if err := checkCredentials(user, pass); err != nil {
+		return err.Error()
+	}
+	if !f.passwords.check(user, pass) {
+		return "logon refused: invalid login or password"
+	}
+	return ""
+}
+
+// refused logs a refused logon, at most one line a second (with the count held back).
+func (f *Front) refused(user, reason string) {
+	ok, held := f.refusals.Allow(time.Now())
+	if !ok {
+		return
+	}
+	if len(user) > maxLoginLen { // a refused name may be huge
+		user = user[:maxLoginLen] + "…"
+	}
+	f.log.Warn().Str("login", user).Str("reason", reason).Int("refusals_not_logged", held).Msg("fix logon refused")
 }
 
 // FromApp implements quickfix.Application. Every request runs on its own goroutine so a

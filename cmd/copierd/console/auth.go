@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/snapcopier/copier/internal/netsource"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -31,7 +32,8 @@ const (
 )
 
 // Login throttling: at most loginFailures failed password or token attempts per client
-// address per loginWindow; further attempts from that address get 429 until it passes.
+// source (throttleKey) per loginWindow; further attempts from that source get 429 until
+// it passes, the right credentials included (else the guesser would learn its hit).
 const (
 	loginFailures = 10
 	loginWindow   = time.Minute
@@ -276,14 +278,14 @@ func (a *authenticator) middleware(s *Server, next http.Handler) http.Handler {
 		}
 		// Password and token guesses are throttled per client address like the login form.
 		guess := r.Header.Get("Authorization") != ""
-		if guess && !a.limiter.allow(clientIP(r)) {
+		if guess && !a.limiter.allow(a.throttleKey(r)) {
 			s.refuse(w, r, http.StatusTooManyRequests, "too many failed logins from this address; try again in a minute")
 			return
 		}
 		p, why, ok := a.authenticate(r)
 		if !ok {
 			if guess {
-				a.limiter.fail(clientIP(r))
+				a.limiter.fail(a.throttleKey(r))
 			}
 			s.unauthenticated(w, r, why)
 			return
@@ -366,7 +368,7 @@ func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int,
 
 // loginSubmit checks a token or user name and password and sets the session cookie.
 func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
-	ip := clientIP(r)
+	ip := s.auth.throttleKey(r)
 	if !s.auth.limiter.allow(ip) {
 		s.renderLogin(w, r, http.StatusTooManyRequests, "Too many failed attempts from this address. Try again in a minute.")
 		return
@@ -423,9 +425,11 @@ func (a *authenticator) secure(r *http.Request) bool {
 		return false
 	}
 	ip, err := netip.ParseAddr(clientIP(r))
-	if err != nil {
-		return false
-	}
+	return err == nil && a.isTrusted(ip)
+}
+
+// isTrusted reports whether ip is one of the trusted reverse proxies.
+func (a *authenticator) isTrusted(ip netip.Addr) bool {
 	ip = ip.Unmap()
 	for _, p := range a.trusted {
 		if p.Contains(ip) {
@@ -433,6 +437,39 @@ func (a *authenticator) secure(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// throttleKey is the source failed logins are counted against: the client's address, an
+// IPv6 client by its /64 (one host usually holds a whole /64); through a trusted proxy, the
+// nearest address in X-Forwarded-For that is not a trusted proxy itself. Without that, one
+// guesser behind the proxy locked every operator out.
+func (a *authenticator) throttleKey(r *http.Request) string {
+	ip, err := netip.ParseAddr(clientIP(r))
+	if err != nil {
+		return clientIP(r)
+	}
+	if a.isTrusted(ip) {
+		if fwd, ok := a.forwardedClient(r); ok {
+			ip = fwd
+		}
+	}
+	return netsource.OfIP(ip)
+}
+
+// forwardedClient returns the rightmost address of X-Forwarded-For that is not a trusted
+// proxy (the ones to its left are the client's word, not the proxies').
+func (a *authenticator) forwardedClient(r *http.Request) (netip.Addr, bool) {
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		ip, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		if !a.isTrusted(ip) {
+			return ip, true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 // clientIP is the request's remote address without the port.

@@ -60,8 +60,9 @@ type Options struct {
 	// COPIER_CONSOLE_PASSWORD); both or neither.
 	User, Password string
 	// TrustedProxies are the reverse proxies (addresses or networks) whose
-	// X-Forwarded-Proto header is believed: a login through one of them that says "https"
-	// gets a Secure session cookie. Requests that arrive over TLS always do.
+	// X-Forwarded-Proto and X-Forwarded-For headers are believed: a login through one of
+	// them that says "https" gets a Secure session cookie (requests that arrive over TLS
+	// always do), and failed logins count against the client it forwards for.
 	TrustedProxies []netip.Prefix
 	// Logger receives one line per mutation (who, what, which id) and per failure. It
 	// never receives a password or a request body.

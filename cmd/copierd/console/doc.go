@@ -22,8 +22,12 @@
 // session cookie from /login (HttpOnly, SameSite=Strict, 12 h; Secure over TLS or behind a
 // trusted proxy that says https, Options.TrustedProxies). Logout revokes the session in the
 // database (console_revoked_sessions), so every console process refuses the old cookie.
-// Ten failed passwords or tokens from one address within a minute get 429 for the rest of
-// that minute. Without credentials the
+// Lockout: ten failed passwords or tokens from one source within a minute get 429 for the
+// rest of that minute, the right credentials included (a guesser must not learn its hit);
+// session cookies are not affected. A source is an IPv4 address or an IPv6 /64; through a
+// trusted proxy (Options.TrustedProxies) it is the nearest X-Forwarded-For address that is
+// not a trusted proxy, so a guesser behind the proxy does not lock out everyone behind it.
+// Without credentials the
 // console is read-only and answers only loopback clients addressed by a loopback host name
 // (a guard against DNS rebinding); CheckBind refuses a non-loopback listen address in that
 // case. Mutations are refused without credentials.

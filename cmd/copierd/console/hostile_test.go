@@ -298,3 +298,26 @@ func TestSecureCookieBehindTrustedProxy(t *testing.T) {
 		})
 	}
 }
+
+// TestThrottleBehindTrustedProxy: behind a trusted proxy, failed logins count against the
+// client in X-Forwarded-For, so one guesser does not lock out every operator behind the
+// same proxy (they all shared the proxy's address); the guesser itself is throttled.
+func TestThrottleBehindTrustedProxy(t *testing.T) {
+	e := newEnv(t, func(o *console.Options) { o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} })
+	for i := range 10 {
+		if r := e.do("GET", "/api/cluster", nil, noAuth, "Authorization", "Bearer guess-guess-guess-"+fmt.Sprint(i),
+			"X-Forwarded-For", "203.0.113.5"); r.status != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d", i, r.status)
+		}
+	}
+	if r := e.do("GET", "/api/cluster", nil, bearer, "X-Forwarded-For", "203.0.113.5"); r.status != http.StatusTooManyRequests {
+		t.Fatalf("the guesser after 10 wrong tokens: %d, want 429", r.status)
+	}
+	if r := e.do("GET", "/api/cluster", nil, bearer, "X-Forwarded-For", "203.0.113.6"); r.status != http.StatusOK {
+		t.Fatalf("another client behind the proxy: %d, want 200", r.status)
+	}
+	// A client's own X-Forwarded-For entries left of the proxy's are not believed.
+	if r := e.do("GET", "/api/cluster", nil, bearer, "X-Forwarded-For", "198.51.100.1, 203.0.113.5"); r.status != http.StatusTooManyRequests {
+		t.Fatalf("the guesser with a made-up hop: %d, want 429", r.status)
+	}
+}

@@ -1,6 +1,8 @@
 package console
 
 import (
+	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -57,6 +59,32 @@ func TestSettingsSummaryShowsCloseOnly(t *testing.T) {
 	} {
 		if got := settingsSummary([]byte(raw)); got != want {
 			t.Errorf("settingsSummary(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// TestThrottleKey: failed logins are counted per IPv4 address, per IPv6 /64, and through
+// a trusted proxy per forwarded client; an untrusted peer's X-Forwarded-For is ignored.
+func TestThrottleKey(t *testing.T) {
+	a := &authenticator{trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	for _, c := range []struct{ remote, xff, want string }{
+		{"192.0.2.7:1234", "", "192.0.2.7"},
+		{"[2001:db8:1:2::1]:1", "", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2:ffff::9]:1", "", "2001:db8:1:2::/64"},
+		{"192.0.2.7:1", "203.0.113.9", "192.0.2.7"},                // not a trusted proxy
+		{"10.1.1.1:1", "203.0.113.9", "203.0.113.9"},               // through the proxy
+		{"10.1.1.1:1", "203.0.113.9, 10.2.2.2", "203.0.113.9"},     // two proxies
+		{"10.1.1.1:1", "198.51.100.1, 203.0.113.9", "203.0.113.9"}, // the client's own claim is left of it
+		{"10.1.1.1:1", "2001:db8:5:6::1", "2001:db8:5:6::/64"},     // an IPv6 client through the proxy
+		{"10.1.1.1:1", "junk", "10.1.1.1"},                         // unreadable: the proxy itself
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = c.remote
+		if c.xff != "" {
+			r.Header.Set("X-Forwarded-For", c.xff)
+		}
+		if got := a.throttleKey(r); got != c.want {
+			t.Errorf("%s with X-Forwarded-For %q: %q, want %q", c.remote, c.xff, got, c.want)
 		}
 	}
 }

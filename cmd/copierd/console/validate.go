@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/snapcopier/copier/broker/fix/fixwire"
@@ -160,6 +161,12 @@ func checkText(fe *fieldErrs, field string, v *string, required bool, maxLen int
 		fe.add(field, fmt.Sprintf("at most %d bytes", maxLen))
 	case strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
 		fe.add(field, "must not contain control characters")
+	case strings.ContainsRune(s, utf8.RuneError):
+		// encoding/json turns a lone surrogate escape (\ud800) into U+FFFD silently.
+		fe.add(field, "must not contain U+FFFD (what a lone surrogate escape such as \\ud800 decodes to)")
+	case strings.IndexFunc(s, func(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }) >= 0:
+		// U+202E and the like make a name display as another.
+		fe.add(field, "must not contain bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069)")
 	}
 	*v = s
 	return s

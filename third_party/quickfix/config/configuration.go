@@ -708,6 +708,40 @@ const (
 	//  - Y
 	//  - N
 	DynamicQualifier string = "DynamicQualifier"
+
+	// MaxMessageSize bounds one incoming message in bytes (patched in; global setting, for
+	// acceptors and initiators). A larger BodyLength, or a frame that grows past it
+	// without ending, closes the connection.
+	//
+	// Required: No
+	//
+	// Default: 4194304 (4 MiB)
+	MaxMessageSize string = "MaxMessageSize"
+
+	// MaxConnections bounds the connections an acceptor holds at once (patched in; global
+	// setting). Connections above it are closed as they are accepted.
+	//
+	// Required: No
+	//
+	// Default: 0 (no bound)
+	MaxConnections string = "MaxConnections"
+
+	// MaxConnectionsPerHost bounds the connections an acceptor holds at once from one
+	// source address (an IPv6 /64 counts as one source; patched in; global setting).
+	//
+	// Required: No
+	//
+	// Default: 0 (no bound)
+	MaxConnectionsPerHost string = "MaxConnectionsPerHost"
+
+	// FirstMessageTimeout is how long (a Go duration, "5s") an acceptor waits for a connection's
+	// first message (the Logon) before it closes the connection (patched in; global
+	// setting).
+	//
+	// Required: No
+	//
+	// Default: 0 (no deadline)
+	FirstMessageTimeout string = "FirstMessageTimeout"
 )
 
 const (
