@@ -1,7 +1,9 @@
 package follower
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/snapcopier/copier/broker"
@@ -421,6 +423,7 @@ func (c *Core) startReconcile(now time.Time, cause Cause) {
 	for id := range c.masters {
 		ask.Masters = append(ask.Masters, id)
 	}
+	slices.Sort(ask.Masters) // a Ready never depends on map order
 	for _, l := range c.links {
 		ask.Links = append(ask.Links, AskLink{MasterID: l.masterID, Link: l.link, TicketMap: c.ticketMap(l.id)})
 	}
@@ -440,6 +443,9 @@ func (c *Core) ticketMap(linkID int64) []reconcile.TicketMapEntry {
 	for _, t := range c.tickets[linkID] {
 		tm = append(tm, t)
 	}
+	slices.SortFunc(tm, func(a, b reconcile.TicketMapEntry) int {
+		return cmp.Or(cmp.Compare(a.MasterTicket, b.MasterTicket), cmp.Compare(a.FollowerTicket, b.FollowerTicket))
+	})
 	return tm
 }
 

@@ -3,6 +3,8 @@ package follower
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/snapcopier/copier/reconcile/protect"
@@ -54,7 +56,8 @@ func (c *Core) loadGuards(p Protection) error {
 		}
 	}
 	guards := make(map[int64]*guard, len(want))
-	for scope, lim := range want {
+	for _, scope := range slices.Sorted(maps.Keys(want)) { // the first bad state named, always the same
+		lim := want[scope]
 		g := c.guards[scope]
 		row, stored := p.States[scope]
 		if g == nil || stored && row.ResetGen != g.gen {
@@ -72,6 +75,10 @@ func (c *Core) loadGuards(p Protection) error {
 	c.guards = guards
 	return bad
 }
+
+// scopes are the guarded scopes in order (0, the follower's own, first): every Ready
+// lists protection rows, journal entries and notes in this order, whatever the map's.
+func (c *Core) scopes() []int64 { return slices.Sorted(maps.Keys(c.guards)) }
 
 // followerMode is the close-only mode the follower's own limits impose on every link:
 // when its limits row is invalid, no new copies.
@@ -98,7 +105,8 @@ func (c *Core) applyProtection(now time.Time) bool {
 		}
 	}
 	stopped := ""
-	for scope, g := range c.guards {
+	for _, scope := range c.scopes() { // the follower's own stop first, then the lowest link's
+		g := c.guards[scope]
 		if g.state.Stopped(now) {
 			stopped = describeStop(scope, g.state.Stop)
 			break
@@ -129,7 +137,8 @@ func (c *Core) observeEquity(now time.Time, equity float64) bool {
 	if len(c.guards) == 0 {
 		return false
 	}
-	for scope, g := range c.guards {
+	for _, scope := range c.scopes() {
+		g := c.guards[scope]
 		st, stop := protect.Observe(g.limits, g.state, now, equity)
 		if !sameState(st, g.state) {
 			g.state = st
