@@ -77,11 +77,12 @@ func closedByServer(t *testing.T, c net.Conn) bool {
 // waitFor polls cond until it holds, failing the test after a generous deadline.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); {
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); <-poll.C {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

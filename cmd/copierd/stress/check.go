@@ -480,11 +480,16 @@ type masterEvent struct {
 // and the result summary.
 func CopyLatencies(orders []broker.OrderLogEntry, links []CheckLink) ([]time.Duration, LatencyResult) {
 	copies, res := matchCopies(orders, links)
+	return latencies(copies), res
+}
+
+// latencies are the copies' latencies, in their order.
+func latencies(copies []copyMatch) []time.Duration {
 	out := make([]time.Duration, len(copies))
 	for i, c := range copies {
 		out[i] = c.latency()
 	}
-	return out, res
+	return out
 }
 
 // copyMatch is one copy CopyLatencies found: a master trade and the follower order that
@@ -598,10 +603,7 @@ func matchCopies(orders []broker.OrderLogEntry, links []CheckLink) ([]copyMatch,
 	}
 	res.Samples = len(out)
 	if len(out) > 0 {
-		sorted := make([]time.Duration, len(out))
-		for i, c := range out {
-			sorted[i] = c.latency()
-		}
+		sorted := latencies(out)
 		slices.Sort(sorted)
 		res.P50ms = ms(Percentile(sorted, 50))
 		res.P99ms = ms(Percentile(sorted, 99))

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/snapcopier/copier/broker"
 )
 
 // Finding the knee (Options.FindRate): instead of one load at Options.Rate, the masters
@@ -45,9 +47,6 @@ type FindRateResult struct {
 	// Stop says why the ramp ended.
 	Stop string `json:"stop"`
 }
-
-// cpuTicksPerSecond is Linux's USER_HZ, the unit of /proc/PID/stat's times.
-const cpuTicksPerSecond = 100
 
 // cpuSnapshot is the CPU ticks of the run's processes at one moment.
 type cpuSnapshot struct{ nodes, stress, pg int64 }
@@ -89,17 +88,7 @@ func treeCPUTicks(pid int) int64 {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+		if f := procStat(child); len(f) > 1 && f[1] == strconv.Itoa(pid) {
 			total += readCPUTicks(child)
 		}
 	}
@@ -112,6 +101,7 @@ func (r *run) findRate(ctx context.Context) FindRateResult {
 	res := FindRateResult{TargetMs: ms(o.FindRateTarget), StepS: o.FindRateStep.Seconds()}
 	settle := max(2*time.Second, 2*o.Interval)
 	rate := o.Rate
+	var orders []broker.OrderLogEntry // the whole log so far, read a step at a time
 	for i := 0; i < 16; i++ {
 		if ctx.Err() != nil {
 			res.Stop = "interrupted"
@@ -129,11 +119,16 @@ func (r *run) findRate(ctx context.Context) FindRateResult {
 		case <-time.After(settle):
 		}
 		after := r.cpuNow()
-		orders, err := r.sim.OrderLog(ctx, 0, 0)
+		var lastSeq int64
+		if len(orders) > 0 {
+			lastSeq = orders[len(orders)-1].Seq
+		}
+		more, err := r.sim.OrderLog(ctx, lastSeq, 0)
 		if err != nil {
 			res.Stop = "order log: " + err.Error()
 			break
 		}
+		orders = append(orders, more...)
 		st := RateStep{Rate: round3(rate), Events: round3(float64(events) / end.Sub(start).Seconds())}
 		copies, _ := matchCopies(orders, r.links)
 		var lat []time.Duration
@@ -155,7 +150,7 @@ func (r *run) findRate(ctx context.Context) FindRateResult {
 		}
 		if executed > 0 {
 			per := func(t0, t1 int64) float64 {
-				return round3(float64(t1-t0) / cpuTicksPerSecond * 1e6 / float64(executed))
+				return round3(float64(t1-t0) / clockTicks * 1e6 / float64(executed))
 			}
 			st.NodesCPUus, st.StressCPUus, st.PGCPUus = per(before.nodes, after.nodes), per(before.stress, after.stress), per(before.pg, after.pg)
 		}

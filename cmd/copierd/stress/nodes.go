@@ -278,21 +278,25 @@ func readStatus(pid int) (rssKB, threads int64) {
 	return rssKB, threads
 }
 
-// readCPUTicks returns utime + stime (clock ticks) from /proc/PID/stat.
-func readCPUTicks(pid int) int64 {
+// procStat returns the fields of /proc/PID/stat after the command name (nil when it
+// cannot be read): state is index 0, ppid 1, utime 11, stime 12. The command name is in
+// parentheses and may hold spaces, so the fields start after the last ')'.
+func procStat(pid int) []string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return nil
 	}
-	// The command name is in parentheses and may hold spaces: split after the last ')'.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0
+		return nil
 	}
-	fields := strings.Fields(s[i+1:])
-	// After ")": state is field 3 of the full line, so utime (14) and stime (15) are at
-	// indexes 11 and 12 here.
+	return strings.Fields(s[i+1:])
+}
+
+// readCPUTicks returns utime + stime (clock ticks) from /proc/PID/stat.
+func readCPUTicks(pid int) int64 {
+	fields := procStat(pid)
 	if len(fields) < 13 {
 		return 0
 	}

@@ -206,11 +206,7 @@ func (r *run) report(f finalState, exits map[string]nodeExit, loadDur time.Durat
 	rep.Positions = CheckPositions(r.links, f.positions)
 	rep.Failover = SummariseFailovers(failovers, o.Lease+o.Interval, o.FailoverSlack)
 	copies, latency := matchCopies(f.orders, r.links)
-	rep.Latency = latency
-	rep.latencies = make([]time.Duration, len(copies))
-	for i, c := range copies {
-		rep.latencies[i] = c.latency()
-	}
+	rep.Latency, rep.latencies = latency, latencies(copies)
 	rep.FindRate = r.rateSteps
 	if o.TraceCopies {
 		records, dropped, errs := r.readTraces()

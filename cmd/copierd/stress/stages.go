@@ -31,9 +31,26 @@ const (
 	StageWireExec       = "wire_exec"       // handed to the network → executed at the trade server
 )
 
-// Stages lists the stages in order.
-var Stages = []string{StageFeed, StageReconcileWait, StageReconcileQueue, StageReconcileFetch, StageMailbox,
+// Stage indexes, in the order a copy passes them (stageNames).
+const (
+	iFeed = iota
+	iReconcileWait
+	iReconcileQueue
+	iReconcileFetch
+	iMailbox
+	iPlan
+	iBrokerSlot
+	iWriter
+	iWireExec
+	nStages
+)
+
+// stageNames names the stages by index.
+var stageNames = [nStages]string{StageFeed, StageReconcileWait, StageReconcileQueue, StageReconcileFetch, StageMailbox,
 	StagePlan, StageBrokerSlot, StageWriter, StageWireExec}
+
+// Stages lists the stages in order.
+var Stages = stageNames[:]
 
 // SlowCopy is the latency from which a copy counts as slow: the second hump of the
 // latency histogram starts here.
@@ -88,12 +105,9 @@ type StageResult struct {
 type tracedCopy struct {
 	m      copyMatch
 	path   string
-	stages [len(stageIndex)]time.Duration
-	has    [len(stageIndex)]bool
+	stages [nStages]time.Duration
+	has    [nStages]bool
 }
-
-var stageIndex = [...]string{StageFeed, StageReconcileWait, StageReconcileQueue, StageReconcileFetch, StageMailbox,
-	StagePlan, StageBrokerSlot, StageWriter, StageWireExec}
 
 // splitStages splits one copy's latency into its stages: each stage runs from one
 // recorded point to the next, every point clamped to be no earlier than the one before
@@ -107,12 +121,12 @@ func splitStages(m copyMatch, rec copytrace.Record) tracedCopy {
 	}
 	var pts []point
 	if rec.Path == copytrace.PathEvent {
-		pts = []point{{0, rec.Received}, {4, rec.Dequeued}}
+		pts = []point{{iFeed, rec.Received}, {iMailbox, rec.Dequeued}}
 	} else {
 		tc.path = "reconcile:" + rec.Cause
-		pts = []point{{1, rec.ReconAsked}, {2, rec.ReconStarted}, {3, rec.ReconDone}, {4, rec.Dequeued}}
+		pts = []point{{iReconcileWait, rec.ReconAsked}, {iReconcileQueue, rec.ReconStarted}, {iReconcileFetch, rec.ReconDone}, {iMailbox, rec.Dequeued}}
 	}
-	pts = append(pts, point{5, rec.Send}, point{6, rec.Slot}, point{7, rec.Written}, point{8, m.at.UnixNano()})
+	pts = append(pts, point{iPlan, rec.Send}, point{iBrokerSlot, rec.Slot}, point{iWriter, rec.Written}, point{iWireExec, m.at.UnixNano()})
 	prev := m.masterAt.UnixNano()
 	for _, p := range pts {
 		tc.has[p.stage] = true
@@ -161,8 +175,9 @@ func describeCopies(cs []tracedCopy) CopySet {
 		return set
 	}
 	var total time.Duration
-	sums := make([]time.Duration, len(stageIndex))
-	for i, name := range stageIndex {
+	var sums [nStages]time.Duration
+	var kept []int // the stage index of each entry of set.Stages
+	for i, name := range stageNames {
 		var ds []time.Duration
 		for _, c := range cs {
 			if c.has[i] {
@@ -177,16 +192,15 @@ func describeCopies(cs []tracedCopy) CopySet {
 		slices.Sort(ds)
 		set.Stages = append(set.Stages, StageStat{Stage: name, Samples: len(ds),
 			P50ms: ms(Percentile(ds, 50)), P99ms: ms(Percentile(ds, 99)), MaxMs: ms(ds[len(ds)-1])})
+		kept = append(kept, i)
 	}
-	best := -1
-	for i := range set.Stages {
-		st := &set.Stages[i]
-		k := slices.Index(stageIndex[:], st.Stage)
+	best := 0
+	for j, i := range kept {
 		if total > 0 {
-			st.Share = round3(float64(sums[k]) / float64(total))
+			set.Stages[j].Share = round3(float64(sums[i]) / float64(total))
 		}
-		if best < 0 || sums[k] > sums[slices.Index(stageIndex[:], set.Stages[best].Stage)] {
-			best = i
+		if sums[i] > sums[kept[best]] {
+			best = j
 		}
 	}
 	set.Dominant = set.Stages[best].Stage
