@@ -300,7 +300,7 @@ func newTrivialFanout(b *testing.B, s broker.Broker, n int) *trivialFanout {
 	t := &trivialFanout{system: actor.NewActorSystem(actor.WithLoggerFactory(func(system *actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))}
-	// Connected 64 at a time: a FIX logon waits for the next whole second (quickfixgo).
+	// Connected 64 at a time, as the node's reconciles connect its accounts.
 	t.sess = make([]broker.Session, n)
 	errs := make(chan error, n)
 	slots := make(chan struct{}, 64)

@@ -869,6 +869,12 @@ func (s *session) onAdmin(msg interface{}) {
 	}
 }
 
+// firstTickDelay is how long a session's run loop waits for its first session-time
+// tick: until the next round second (a variable so that a test can push it away).
+var firstTickDelay = func(now time.Time) time.Duration {
+	return time.Until(now.Truncate(time.Second).Add(time.Second))
+}
+
 func (s *session) run() {
 	s.stopOnce = sync.Once{}
 	s.Start(s)
@@ -889,20 +895,24 @@ func (s *session) run() {
 
 	})
 
-	// Without this sleep the ticker will be aligned at the millisecond which
-	// corresponds to the creation of the session. If the session creation
-	// happened at 07:00:00.678 and the session StartTime is 07:30:00, any new
-	// connection received between 07:30:00.000 and 07:30:00.677 will be
-	// rejected. Aligning the ticker with a round second fixes that.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
-
-	ticker := time.NewTicker(time.Second)
+	// The session-time ticker is aligned with a round second: if the session creation
+	// happened at 07:00:00.678 and the session StartTime is 07:30:00, a ticker aligned at
+	// the creation's millisecond would reject any new connection received between
+	// 07:30:00.000 and 07:30:00.677. v0.9.7 aligned it by sleeping until the next round
+	// second before serving anything, so every logon waited up to a second (patched:
+	// the first tick is a timer; the loop serves admin and messages meanwhile).
+	firstTick := time.NewTimer(firstTickDelay(time.Now()))
+	tick := firstTick.C
+	var ticker *time.Ticker
 
 	defer func() {
 		close(stopChan)
 		s.stateTimer.Stop()
 		s.peerTimer.Stop()
-		ticker.Stop()
+		firstTick.Stop()
+		if ticker != nil {
+			ticker.Stop()
+		}
 	}()
 
 	for !s.Stopped() {
@@ -924,7 +934,11 @@ func (s *session) run() {
 		case evt := <-s.sessionEvent:
 			s.Timeout(s, evt)
 
-		case now := <-ticker.C:
+		case now := <-tick:
+			if ticker == nil {
+				ticker = time.NewTicker(time.Second)
+				tick = ticker.C
+			}
 			s.CheckSessionTime(s, now)
 			s.CheckResetTime(s, now)
 		}
