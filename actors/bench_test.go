@@ -33,11 +33,13 @@ import (
 // ends on the engine's own signals (every account's first idle reconcile), and each copy
 // is timed by a broker wrapper as its Open returns (lock-free, one slot per order).
 //
-// The limit is measured in the same run: N trivial protoactor actors receive one shared
-// message and each sends the same simulator order. Reported: the engine's p50/p99/max
-// (master trade started → follower order returned), the same for the trivial actors, their
-// p99 ratio, process CPU per copied order for both (their difference is the engine's own
-// cost per order), takeover time and heap per owned account.
+// Two limits are measured in the same run: N trivial protoactor actors receive one shared
+// message and each sends the same simulator order (limit-*), and N actors that only count
+// the message (bare-*: the runtime alone). Reported: the engine's p50/p99/max (master
+// trade started → follower order returned), the same for both limits, the engine's p99
+// ratio to each, process CPU per copied order for the engine and the trivial actors
+// (their difference is the engine's own cost per order), takeover time and heap per
+// owned account.
 func BenchmarkFanout(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("followers=%d", n), func(b *testing.B) { benchFanout(b, n, false) })
@@ -99,8 +101,10 @@ func benchFanout(b *testing.B, followers int, viaFIX bool) {
 
 	limit := newTrivialFanout(b, transport, followers)
 	defer limit.stop()
+	bare := newTrivialFanout(b, nil, followers)
+	defer bare.stop()
 
-	var engine, trivial []time.Duration
+	var engine, trivial, bareRuntime []time.Duration
 	var engineCPU, trivialCPU time.Duration
 	rounds := 0
 	for b.Loop() {
@@ -124,15 +128,20 @@ func benchFanout(b *testing.B, followers int, viaFIX bool) {
 		cpu0 = processCPU()
 		trivial = append(trivial, limit.round(b)...)
 		trivialCPU += processCPU() - cpu0
+		// The bare runtime: the same event to N actors that only count it.
+		bareRuntime = append(bareRuntime, bare.round(b)...)
 	}
 	orders := float64(rounds * followers)
-	ep, tp := percentiles(engine), percentiles(trivial)
+	ep, tp, bp := percentiles(engine), percentiles(trivial), percentiles(bareRuntime)
 	b.ReportMetric(ep.ms(50), "p50-ms")
 	b.ReportMetric(ep.ms(99), "p99-ms")
 	b.ReportMetric(ep.ms(100), "max-ms")
 	b.ReportMetric(tp.ms(50), "limit-p50-ms")
 	b.ReportMetric(tp.ms(99), "limit-p99-ms")
 	b.ReportMetric(ep.ms(99)/tp.ms(99), "p99-ratio")
+	b.ReportMetric(bp.ms(50), "bare-p50-ms")
+	b.ReportMetric(bp.ms(99), "bare-p99-ms")
+	b.ReportMetric(ep.ms(99)/bp.ms(99), "bare-p99-ratio")
 	b.ReportMetric(float64(engineCPU.Microseconds())/orders, "cpu-us/order")
 	b.ReportMetric(float64(trivialCPU.Microseconds())/orders, "limit-cpu-us/order")
 	b.ReportMetric(takeover.Seconds(), "takeover-s")
@@ -285,8 +294,9 @@ func (s *recordingSession) ClosePosition(ctx context.Context, r broker.CloseRequ
 	return res, err
 }
 
-// trivialFanout is the limit: N protoactor actors, each with its own simulator session,
-// that send one market order when the shared message arrives.
+// trivialFanout is a limit: N protoactor actors, each with its own simulator session,
+// that send one market order when the shared message arrives; without a broker (the bare
+// runtime's limit) they only count the message.
 type trivialFanout struct {
 	system *actor.ActorSystem
 	pids   []*actor.PID
@@ -300,6 +310,16 @@ func newTrivialFanout(b *testing.B, s broker.Broker, n int) *trivialFanout {
 	t := &trivialFanout{system: actor.NewActorSystem(actor.WithLoggerFactory(func(system *actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))}
+	if s == nil {
+		for range n {
+			t.pids = append(t.pids, t.system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+				if m, ok := c.Message().(*fanoutMsg); ok {
+					m.r.record()
+				}
+			})))
+		}
+		return t
+	}
 	// Connected 64 at a time, as the node's reconciles connect its accounts.
 	t.sess = make([]broker.Session, n)
 	errs := make(chan error, n)
