@@ -40,11 +40,21 @@ func (a *accountActor) send(act reconcile.Action) follower.OrderOutcome {
 			// sending could duplicate its copies.
 			return follower.OrderOutcome{Dropped: true}
 		}
-		key := requestKey(a.id, tk.Epoch, act)
+		// The request key (and a second reading of the gate's clock, a system call) is only
+		// needed while an unknown outcome is remembered or when this order's is unknown.
+		var key string
+		if a.sent.remembers() {
+			key = requestKey(a.id, tk.Epoch, act)
+		}
 		id := a.sent.next(key, tk.At)
 		out.SentAt = a.e.now()
 		out.Result, out.Err = a.call(act, tk, id)
-		a.sent.settled(key, id, tk.Until, a.e.clock.Now(), out.Err)
+		if key != "" || unknownOutcome(out.Err) {
+			if key == "" {
+				key = requestKey(a.id, tk.Epoch, act)
+			}
+			a.sent.settled(key, id, tk.Until, a.e.clock.Now(), out.Err)
+		}
 		if out.Err == nil {
 			a.e.metrics.OrdersOK.Add(1)
 			return out

@@ -44,9 +44,14 @@ type pendingOrder struct {
 	until time.Time
 }
 
-// next returns the request id for a send of key at now (a gate-clock reading).
+// remembers reports whether some order's outcome is unknown: only then does a send need
+// its request key.
+func (r *requestIDs) remembers() bool { return len(r.pending) > 0 }
+
+// next returns the request id for a send of key at now (a gate-clock reading); an empty
+// key (nothing remembered) always gets a new id.
 func (r *requestIDs) next(key string, now time.Time) uuid.UUID {
-	if p, ok := r.pending[key]; ok && now.Before(p.until) {
+	if p, ok := r.pending[key]; ok && key != "" && now.Before(p.until) {
 		return p.id
 	}
 	return uuid.New()
