@@ -110,7 +110,13 @@ func (a *accountActor) Receive(ctx actor.Context) {
 		a.feeds[m.masterID] = m.session
 		a.carry(ctx, a.core.MasterAttached(a.e.now(), m.masterID, m.restarted, m.epoch, m.seq))
 	case *masterEvent:
-		a.carry(ctx, a.core.Event(a.e.now(), m.masterID, &m.event, m.received))
+		if m.behind() {
+			a.carry(ctx, a.core.EventBehind(a.e.now(), m.masterID, &m.event, m.received))
+		} else {
+			a.carry(ctx, a.core.Event(a.e.now(), m.masterID, &m.event, m.received))
+		}
+	case flushEvents:
+		a.carry(ctx, a.core.FlushEvents(a.e.now()))
 	case reconcileResponse:
 		a.tr.reconStarted, a.tr.reconDone = m.started, m.finished
 		a.carry(ctx, a.core.Reconciled(a.e.now(), &m.Reconciled))
@@ -158,6 +164,9 @@ func (a *accountActor) carry(ctx actor.Context, rd *follower.Ready) {
 func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 	if rd.Fence {
 		a.gate.Fence()
+	}
+	if rd.FlushEvents {
+		ctx.Send(ctx.Self(), flushEvents{})
 	}
 	if rd.StatusChanged {
 		st := a.core.Status()

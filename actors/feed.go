@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -41,6 +42,9 @@ type masterFeed struct {
 	stopped  bool
 	cancel   context.CancelFunc
 	restarts int
+	// dispatched counts the events fanned out (masterEvent.n): followers read it to see
+	// that they are behind.
+	dispatched atomic.Int64
 }
 
 func newMasterFeed(e *engine, master store.Account) actor.Producer {
@@ -74,7 +78,7 @@ func (f *masterFeed) Receive(ctx actor.Context) {
 			return
 		}
 		f.epoch, f.seq = m.ev.Epoch, m.ev.Seq
-		shared := &masterEvent{masterID: f.master.ID, event: m.ev, received: m.received}
+		shared := &masterEvent{masterID: f.master.ID, event: m.ev, received: m.received, n: f.dispatched.Add(1), dispatched: &f.dispatched}
 		for _, pid := range f.subs {
 			ctx.Send(pid, shared)
 		}

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -34,7 +35,18 @@ type masterEvent struct {
 	masterID int64
 	event    broker.Event
 	received time.Time // when the node's feed received it: the start of the node's part of the latency
+	// n numbers the feed's fan-outs; dispatched is the feed's latest n. A follower that
+	// takes up event n while dispatched > n has later events of this master waiting in
+	// its mailbox: it is behind, and holds the event back to plan the backlog at once.
+	n          int64
+	dispatched *atomic.Int64
 }
+
+// behind reports whether later events of the same master were already sent out.
+func (m *masterEvent) behind() bool { return m.dispatched != nil && m.dispatched.Load() > m.n }
+
+// flushEvents steps follower.Core.FlushEvents: it queues behind the events waiting.
+type flushEvents struct{}
 
 // masterSession tells a follower that its master's feed is (re)connected. restarted says
 // the feed started a new subscription, so events may have been missed; epoch/seq are the

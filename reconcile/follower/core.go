@@ -83,6 +83,9 @@ type Core struct {
 	protGen      int64            // bumped whenever a link's effective close-only mode changes
 	reconProtGen int64            // protGen when the reconcile in flight was asked for
 
+	held       []eventPlan // in-order events held back while the account is behind (EventBehind)
+	flushAsked bool        // Ready.FlushEvents was set and FlushEvents has not come yet
+
 	run    run   // the plan being carried out
 	order  Order // the order in flight (Ready.Send points here)
 	status Status
@@ -155,7 +158,7 @@ func (c *Core) Start(last Status) *Ready {
 // Stop ends the account: nothing more is asked for.
 func (c *Core) Stop() *Ready {
 	c.begin()
-	c.stopped = true
+	c.stopped, c.held = true, nil
 	c.ready.Masters, c.ready.MastersChanged = nil, true
 	return c.done()
 }
@@ -336,8 +339,65 @@ func classify(mv *master, ev *broker.Event) (cause Cause, ok bool) {
 }
 
 // Event is one event of master id's feed, received by the node at received. An in-order
-// event is planned and its orders sent at once; anything else marks the account dirty.
+// event is planned and its orders sent at once (with the events held back before it);
+// anything else marks the account dirty.
 func (c *Core) Event(now time.Time, id int64, ev *broker.Event, received time.Time) *Ready {
+	return c.event(now, id, ev, received, false)
+}
+
+// EventBehind is Event for an account that has fallen behind its master's feed (more of
+// its events wait in the mailbox): an in-order event is applied to the master's cached
+// positions and held back, and the next Event, or FlushEvents, plans what is held back
+// at once, each position once, from the latest master state (coalescing: an open and
+// its close that both waited send nothing; ten stop moves send one). The caller must
+// step FlushEvents after the waiting events when Ready.FlushEvents is set.
+func (c *Core) EventBehind(now time.Time, id int64, ev *broker.Event, received time.Time) *Ready {
+	return c.event(now, id, ev, received, true)
+}
+
+// FlushEvents plans the events EventBehind held back, if any still wait.
+func (c *Core) FlushEvents(now time.Time) *Ready {
+	c.begin()
+	c.flushAsked = false
+	switch {
+	case len(c.held) == 0 || c.stopped:
+	case c.dirty || c.reconciling || c.run.kind != runNone:
+		c.held = nil // a reconcile is due or running: it reads the master afresh
+	default:
+		c.run = run{kind: runEvent, cur: -1, events: c.takeHeld()}
+		c.advance(now)
+	}
+	return c.done()
+}
+
+// eventPlan is an in-order master event to plan, with what its copies' quality is
+// measured against.
+type eventPlan struct {
+	master int64
+	ev     *broker.Event
+	origin Origin
+}
+
+// takeHeld returns the held-back events to plan: of several events of one position only
+// the last (its plan reads the latest master state, so it covers the earlier ones).
+func (c *Core) takeHeld() []eventPlan {
+	held := c.held
+	c.held = nil
+	type pos struct{ master, ticket int64 }
+	last := make(map[pos]int, len(held))
+	for i, e := range held {
+		last[pos{e.master, e.ev.Position.Ticket}] = i
+	}
+	out := held[:0]
+	for i, e := range held {
+		if last[pos{e.master, e.ev.Position.Ticket}] == i {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (c *Core) event(now time.Time, id int64, ev *broker.Event, received time.Time, behind bool) *Ready {
 	c.begin()
 	mv := c.masters[id]
 	if mv == nil || c.stopped {
@@ -359,7 +419,15 @@ func (c *Core) Event(now time.Time, id int64, ev *broker.Event, received time.Ti
 		c.maybeReconcile(now, CauseGap)
 	default:
 		mv.state.Positions = applyEvent(mv.state.Positions, ev)
-		c.run = run{kind: runEvent, cur: -1, master: id, ev: ev, origin: Origin{ServerTime: ev.ServerTime, Received: received, Kind: ev.Kind, Master: ev.Position}}
+		c.held = append(c.held, eventPlan{master: id, ev: ev, origin: Origin{ServerTime: ev.ServerTime, Received: received, Kind: ev.Kind, Master: ev.Position}})
+		if behind {
+			if !c.flushAsked {
+				c.flushAsked = true
+				c.ready.FlushEvents = true
+			}
+			return c.done()
+		}
+		c.run = run{kind: runEvent, cur: -1, events: c.takeHeld()}
 		c.advance(now)
 	}
 	return c.done()
@@ -428,6 +496,7 @@ func (c *Core) startReconcile(now time.Time, cause Cause) {
 		ask.Links = append(ask.Links, AskLink{MasterID: l.masterID, Link: l.link, TicketMap: c.ticketMap(l.id)})
 	}
 	c.reconciling, c.reconCause, c.again, c.againCause, c.dirty, c.repairCause = true, cause, false, CauseNone, false, CauseNone
+	c.held = nil // the reconcile reads the master afresh: it covers the events held back
 	c.expedited = false
 	c.reconProtGen = c.protGen
 	c.lastRecon = now

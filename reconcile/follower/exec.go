@@ -26,9 +26,8 @@ type run struct {
 	stopped bool // stopped early
 	sent    bool // event path: some link planned an action
 
-	master int64 // event path
-	ev     *broker.Event
-	origin Origin
+	events []eventPlan                // event path: the events to plan, in the order they arrived
+	ei     int                        // the event being planned
 	plans  map[int64]reconcile.Result // reconcile path, by link id
 
 	cur       int // the link being carried out (index in links), -1 between links
@@ -49,7 +48,7 @@ func (c *Core) advance(now time.Time) {
 			if r.ai < len(r.actions) {
 				c.order = Order{Link: c.links[r.cur].id, Action: r.actions[r.ai]}
 				if r.kind == runEvent {
-					c.order.Origin = &r.origin
+					c.order.Origin = &r.events[r.ei].origin
 				}
 				c.ready.Send = &c.order
 				return
@@ -62,6 +61,11 @@ func (c *Core) advance(now time.Time) {
 			}
 			r.cur, r.actions, r.ai, r.reading = -1, nil, 0, false
 		}
+		if !r.stopped && r.li >= len(c.links) && r.kind == runEvent && r.ei+1 < len(r.events) {
+			// The next event, planned after the previous one's orders are done: each
+			// plan sees the follower as the orders before it left it.
+			r.ei, r.li = r.ei+1, 0
+		}
 		if r.stopped || r.li >= len(c.links) {
 			c.finish(now)
 			return
@@ -72,10 +76,11 @@ func (c *Core) advance(now time.Time) {
 		var res reconcile.Result
 		switch r.kind {
 		case runEvent:
-			if l.masterID != r.master {
+			e := &r.events[r.ei]
+			if l.masterID != e.master {
 				continue
 			}
-			res = reconcile.PlanAppliedEvent(*r.ev, c.input(l, c.masters[r.master], now))
+			res = reconcile.PlanAppliedEvent(*e.ev, c.input(l, c.masters[e.master], now))
 			r.sent = r.sent || len(res.Actions) > 0
 		case runReconcile:
 			var found bool
@@ -159,8 +164,9 @@ func (c *Core) OrderDone(now time.Time, out OrderOutcome) *Ready {
 		c.orderFails = 0
 		j := Journal{Time: r.linkStart, Link: l.id, Action: act.String(), MasterTicket: act.MasterTicket, Ticket: out.Result.Ticket, Result: "ok"}
 		if r.kind == runEvent && !out.Result.ServerTime.IsZero() {
-			j.Latency = out.Result.ServerTime.Sub(r.origin.ServerTime)
-			j.Quality, j.HasQuality = MeasureQuality(&r.origin, act, out.Result, out.SentAt, c.Point(act.Symbol)), true
+			o := &r.events[r.ei].origin
+			j.Latency = out.Result.ServerTime.Sub(o.ServerTime)
+			j.Quality, j.HasQuality = MeasureQuality(o, act, out.Result, out.SentAt, c.Point(act.Symbol)), true
 		}
 		c.ready.Journal = append(c.ready.Journal, j)
 		c.status.LastCopy = r.linkStart

@@ -31,6 +31,9 @@ type Ready struct {
 	// now something waits for it (a master event to copy): if the Reconciler has not
 	// started it yet, it should start it ahead of the other background repairs.
 	Expedite bool
+	// FlushEvents: events were held back (EventBehind); step FlushEvents after the events
+	// now waiting in the mailbox (send it to yourself: it queues behind them).
+	FlushEvents bool
 	// Repair: step RepairDue after RepairIn (0: as soon as this message is done).
 	Repair   bool
 	RepairIn time.Duration
