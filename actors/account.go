@@ -58,7 +58,7 @@ type accountActor struct {
 func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate, inFlight *atomic.Int64) actor.Producer {
 	return func() actor.Actor {
 		return &accountActor{e: e, id: id, epoch: epoch, gate: gate, board: e.board.get(id), feeds: map[int64]broker.Session{},
-			core: follower.New(follower.Options{ReconcileEvery: e.cfg.ReconcileEvery, ReconcileOffset: repairOffset(id, e.cfg.ReconcileEvery), Lease: gate.HoldsLease}),
+			core: follower.New(follower.Options{ReconcileEvery: e.cfg.ReconcileEvery, ReconcileOffset: repairOffset(id, e.cfg.ReconcileEvery)}),
 			sent: requestIDs{margin: e.cfg.Lease.ClockSkew + e.cfg.Lease.MaxDrift()}, inbox: &sessionInbox{},
 			inFlight: inFlight}
 	}
@@ -108,28 +108,30 @@ func (a *accountActor) Receive(ctx actor.Context) {
 		a.carry(ctx, a.core.ConfigChanged(m.version))
 	case masterSession:
 		a.feeds[m.masterID] = m.session
-		a.carry(ctx, a.core.MasterAttached(a.e.now(), m.masterID, m.restarted, m.epoch, m.seq))
+		a.carry(ctx, a.core.MasterAttached(a.at(), m.masterID, m.restarted, m.epoch, m.seq))
 	case *masterEvent:
 		if m.behind() {
-			a.carry(ctx, a.core.EventBehind(a.e.now(), m.masterID, &m.event, m.received))
+			a.carry(ctx, a.core.EventBehind(a.at(), m.masterID, &m.event, m.received))
 		} else {
-			a.carry(ctx, a.core.Event(a.e.now(), m.masterID, &m.event, m.received))
+			a.carry(ctx, a.core.Event(a.at(), m.masterID, &m.event, m.received))
 		}
 	case flushEvents:
-		a.carry(ctx, a.core.FlushEvents(a.e.now()))
+		a.carry(ctx, a.core.FlushEvents(a.at()))
 	case reconcileResponse:
 		a.tr.reconStarted, a.tr.reconDone = m.started, m.finished
-		a.carry(ctx, a.core.Reconciled(a.e.now(), &m.Reconciled))
+		a.carry(ctx, a.core.Reconciled(a.at(), &m.Reconciled))
 	case accountTick:
-		a.carry(ctx, a.core.Tick(a.e.now()))
+		a.carry(ctx, a.core.Tick(a.at()))
 	case equityDue:
 		a.onEquityDue(ctx)
 	case equityRead:
 		a.onEquityRead(ctx, m)
 	case repairDue:
-		a.carry(ctx, a.core.RepairDue(a.e.now()))
+		a.carry(ctx, a.core.RepairDue(a.at()))
+	case resendDue:
+		a.carry(ctx, a.core.ResendDue(a.at()))
 	case repairTurn:
-		rd := a.core.RepairTurn(a.e.now())
+		rd := a.core.RepairTurn(a.at())
 		if rd.Reconcile == nil {
 			ctx.Send(a.e.reconciler, repairDeclined{accountID: a.id})
 		}
@@ -145,15 +147,18 @@ func (a *accountActor) carry(ctx actor.Context, rd *follower.Ready) {
 		switch {
 		case rd.Send != nil:
 			o := *rd.Send
+			a.traceStart(&o)
 			out := a.send(o.Action)
-			a.traceOrder(&o, out)
-			rd = a.core.OrderDone(a.e.now(), out)
+			rd = a.core.OrderDone(a.at(), out)
+			if rd.ResendIn == 0 { // its last attempt
+				a.traceOrder(&o, out)
+			}
 		case rd.RaiseToken:
 			err, dropped := a.raiseToken()
 			rd = a.core.TokenDone(a.e.now(), err, dropped)
 		case rd.ReadPositions:
 			ps, err := a.readPositions()
-			rd = a.core.PositionsRead(a.e.now(), ps, err)
+			rd = a.core.PositionsRead(a.at(), ps, err)
 		default:
 			return
 		}
@@ -238,11 +243,13 @@ func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 		a.load(ctx, *rd.Load)
 	}
 	if rd.RetryLoadIn > 0 {
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		time.AfterFunc(rd.RetryLoadIn, func() { root.Send(self, retryLoad{}) })
+		a.sendAfter(ctx, rd.RetryLoadIn, retryLoad{})
 	}
 	if rd.Repair {
-		a.repairIn(ctx, rd.RepairIn)
+		a.sendAfter(ctx, rd.RepairIn, repairDue{})
+	}
+	if rd.ResendIn > 0 {
+		a.sendAfter(ctx, rd.ResendIn, resendDue{})
 	}
 	if rd.WatchEquity {
 		a.scheduleEquity(ctx)
@@ -270,12 +277,16 @@ func (a *accountActor) noted(n *follower.Note) {
 	case follower.NoteReconcileDone:
 		a.signal(Signal{Kind: SignalReconcileDone, Cause: n.Cause.String(), Err: n.Err, Idle: n.Idle})
 	case follower.NoteOrderFailed:
-		a.orderFailed(n.Action, n.Err)
+		a.orderFailed(n.Action, n.Err, n.Failure)
+	case follower.NoteOrderRetry:
+		a.e.metrics.OrdersRetryable.Add(1)
 	case follower.NoteDropped:
 		a.e.metrics.DroppedWork.Add(1)
 		log.Warn().Int64("account", a.id).Int64("epoch", a.epoch).Str("dropped", n.Action.String()).Msg("lease not confirmed, order not sent")
 	case follower.NoteTokenFailed:
-		a.tokenFailed(n.Err)
+		a.tokenFailed(n.Err, n.Failure)
+	case follower.NoteEquityFailed:
+		log.Debug().Err(n.Err).Int64("account", a.id).Msg("equity read failed")
 	case follower.NoteStopOut:
 		a.e.metrics.StopOuts.Add(1)
 		log.Warn().Int64("account", a.id).Int64("epoch", a.epoch).Int64("link", n.Link).Str("reason", string(n.Stop.Reason)).
@@ -321,7 +332,7 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 	for _, t := range m.tickets {
 		in.Tickets = append(in.Tickets, reconcile.TicketMapEntry{LinkID: t.LinkID, MasterTicket: t.MasterTicket, FollowerTicket: t.FollowerTicket, Volume: t.Volume})
 	}
-	a.carry(ctx, a.core.Loaded(a.e.now(), in))
+	a.carry(ctx, a.core.Loaded(a.at(), in))
 	a.masters = nil // only a load changes the masters: not kept for thousands of accounts
 }
 
@@ -336,6 +347,11 @@ func (a *accountActor) status(ctx actor.Context) {
 	if ps, seenAt, ok := a.core.Positions(); ok {
 		ctx.Send(a.e.writer, snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)})
 	}
+}
+
+// at is the time of an input to the Core, with whether the account's lease is held now.
+func (a *accountActor) at() follower.At {
+	return follower.At{Now: a.e.now(), Lease: a.gate.HoldsLease()}
 }
 
 // repairOffset is account id's first periodic repair after a claim: a fixed point of

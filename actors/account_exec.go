@@ -2,26 +2,23 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
 	"github.com/snapcopier/copier/broker"
-	"github.com/snapcopier/copier/internal/backoff"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/reconcile/follower"
 )
 
-// retryable errors are retried this many times in all, with growing pauses.
-const maxAttempts = 3
-
-// send checks the gate immediately before every attempt, then sends the order with the
-// lease epoch and a request id (requestIDs: new for every order, the same for the resend
-// of an order whose outcome is unknown while it may still execute). Retryable errors are retried with
-// growing pauses. A closed gate (or a halted node) sends nothing: Dropped.
+// send is one attempt of an order: it checks the gate immediately before, then sends the
+// order with the lease epoch and a request id (requestIDs: new for every attempt, the
+// same for the resend of an order whose outcome is unknown while it may still execute).
+// A closed gate (or a halted node) sends nothing: Dropped. Whether and when an order
+// refused for now is sent again is the Core's to say (Ready.ResendIn): the mailbox never
+// waits.
 //
 // The gate check returns a ticket (epoch and trust left, read together once); the order's
 // token, its context deadline (the earlier of the order timeout and the trust) and the
@@ -29,40 +26,29 @@ const maxAttempts = 3
 // later reading: an order that waits in a queue past its trust is refused by the receiver,
 // and cannot pick up a newer epoch's trust if the node claims the account again meanwhile.
 func (a *accountActor) send(act reconcile.Action) follower.OrderOutcome {
-	var out follower.OrderOutcome
-	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		if attempt > 1 {
-			time.Sleep(backoff.Delay(attempt-1, 50*time.Millisecond, time.Second))
-		}
-		tk, open := a.gate.Check()
-		if !open || a.e.halted.Load() {
-			// Cut off from the database long enough that another node may own this account:
-			// sending could duplicate its copies.
-			return follower.OrderOutcome{Dropped: true}
-		}
-		// The request key (and a second reading of the gate's clock, a system call) is only
-		// needed while an unknown outcome is remembered or when this order's is unknown.
-		var key string
-		if a.sent.remembers() {
+	tk, open := a.gate.Check()
+	if !open || a.e.halted.Load() {
+		// Cut off from the database long enough that another node may own this account:
+		// sending could duplicate its copies.
+		return follower.OrderOutcome{Dropped: true}
+	}
+	// The request key (and a second reading of the gate's clock, a system call) is only
+	// needed while an unknown outcome is remembered or when this order's is unknown.
+	var key string
+	if a.sent.remembers() {
+		key = requestKey(a.id, tk.Epoch, act)
+	}
+	id := a.sent.next(key, tk.At)
+	out := follower.OrderOutcome{SentAt: a.e.now()}
+	out.Result, out.Err = a.call(act, tk, id)
+	if key != "" || unknownOutcome(out.Err) {
+		if key == "" {
 			key = requestKey(a.id, tk.Epoch, act)
 		}
-		id := a.sent.next(key, tk.At)
-		out.SentAt = a.e.now()
-		out.Result, out.Err = a.call(act, tk, id)
-		if key != "" || unknownOutcome(out.Err) {
-			if key == "" {
-				key = requestKey(a.id, tk.Epoch, act)
-			}
-			a.sent.settled(key, id, tk.Until, a.e.clock.Now(), out.Err)
-		}
-		if out.Err == nil {
-			a.e.metrics.OrdersOK.Add(1)
-			return out
-		}
-		if !errors.Is(out.Err, broker.ErrRetryable) {
-			break
-		}
-		a.e.metrics.OrdersRetryable.Add(1)
+		a.sent.settled(key, id, tk.Until, a.e.clock.Now(), out.Err)
+	}
+	if out.Err == nil {
+		a.e.metrics.OrdersOK.Add(1)
 	}
 	return out
 }
@@ -107,13 +93,13 @@ func (a *accountActor) raiseToken() (err error, dropped bool) {
 	return a.session.Fence(ctx, o), false
 }
 
-func (a *accountActor) tokenFailed(err error) {
+func (a *accountActor) tokenFailed(err error, f follower.Failure) {
 	log := a.e.log.Warn().Err(err).Int64("account", a.id).Int64("epoch", a.epoch)
-	switch {
-	case errors.Is(err, broker.ErrFenced):
+	switch f {
+	case follower.FailFenced:
 		a.e.metrics.OrdersFenced.Add(1)
 		log.Msg("token is stale at the trade server; account lost")
-	case errors.Is(err, broker.ErrPermanent):
+	case follower.FailPermanent:
 		a.e.log.Info().Err(err).Int64("account", a.id).Msg("trade server cannot raise the fencing token ahead of an order")
 	default:
 		log.Msg("could not raise the fencing token; retrying")
@@ -131,38 +117,43 @@ func (a *accountActor) readPositions() ([]broker.Position, error) {
 // repairDue steps follower.Core.RepairDue: a failed order asked for a reconcile.
 type repairDue struct{}
 
-// repairIn sends repairDue after delay (0: as soon as the current message is done), so a
-// reconcile never starts in the middle of executing another's plan.
-func (a *accountActor) repairIn(ctx actor.Context, delay time.Duration) {
+// resendDue steps follower.Core.ResendDue: the order refused for now is to be sent again.
+type resendDue struct{}
+
+// sendAfter sends msg to this actor after delay (0: as soon as the current message is
+// done): the Core's pauses end as inputs, never as a wait in the mailbox.
+func (a *accountActor) sendAfter(ctx actor.Context, delay time.Duration, msg any) {
 	self := ctx.Self()
 	if delay <= 0 {
-		ctx.Send(self, repairDue{})
+		ctx.Send(self, msg)
 		return
 	}
 	root := ctx.ActorSystem().Root
-	time.AfterFunc(delay, func() { root.Send(self, repairDue{}) })
+	time.AfterFunc(delay, func() { root.Send(self, msg) })
 }
 
-// orderFailed counts and logs an order that did not execute (the Core decided what follows).
-func (a *accountActor) orderFailed(act *reconcile.Action, err error) {
+// orderFailed counts and logs an order that did not execute, by the Core's reading of its
+// error (the Core decided what follows).
+func (a *accountActor) orderFailed(act *reconcile.Action, err error, f follower.Failure) {
 	m := a.e.metrics
 	log := a.e.log.Warn().Err(err).Int64("account", a.id).Int64("epoch", a.epoch).Str("action", act.String())
-	switch {
-	case errors.Is(err, broker.ErrFenced):
+	switch f {
+	case follower.FailFenced:
 		m.OrdersFenced.Add(1)
 		log.Msg("order rejected: fencing token is stale; account lost")
-	case errors.Is(err, broker.ErrExpired):
+	case follower.FailExpired:
 		m.OrdersExpired.Add(1)
 		log.Msg("order refused: it arrived after the lease trust ended")
-	case errors.Is(err, broker.ErrPermanent):
+	case follower.FailPermanent:
 		m.OrdersPermanent.Add(1)
 		log.Msg("order rejected permanently")
-	case errors.Is(err, broker.ErrRetryable):
+	case follower.FailRetryable:
+		m.OrdersRetryable.Add(1)
 		log.Msg("order still refused after retries; reconcile later")
-	case errors.Is(err, broker.ErrUnknownOutcome):
+	case follower.FailUnknown:
 		m.OrdersUnknown.Add(1)
 		log.Msg("order outcome unknown; reconciling")
-	case errors.Is(err, broker.ErrMarketClosed):
+	case follower.FailMarketClosed:
 		m.OrdersOther.Add(1)
 		log.Msg("market closed; reconcile later")
 	default: // disconnected, unclassified

@@ -16,5 +16,7 @@
 //	      └─ StatusWriter ◀─── fenced batches ─────────────┘
 //
 // No actor blocks on another: results of database and broker work that must not hold a
-// mailbox come back as messages; ticks come from goroutines the actors own.
+// mailbox come back as messages; ticks come from goroutines the actors own. No mailbox
+// sleeps: the Core's pauses (a load retry, a repair's backoff, the resend of an order
+// refused for now) are timers whose end is a message.
 package actors

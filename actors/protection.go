@@ -57,11 +57,11 @@ func (a *accountActor) onEquityRead(ctx actor.Context, m equityRead) {
 	if a.core.Stopped() {
 		return
 	}
+	// The Core asks for the next reading (WatchEquity) while the follower has limits,
+	// after a failed one too.
 	if m.err != nil {
-		a.e.log.Debug().Err(m.err).Int64("account", a.id).Msg("equity read failed")
-		a.scheduleEquity(ctx)
+		a.carry(ctx, a.core.EquityFailed(m.err))
 		return
 	}
-	// The Core asks for the next reading (WatchEquity) while the follower has limits.
-	a.carry(ctx, a.core.EquityRead(a.e.now(), m.info))
+	a.carry(ctx, a.core.EquityRead(a.at(), m.info))
 }

@@ -15,6 +15,7 @@ import (
 // Deps.TraceCopies; it is zero and untouched when tracing is off.
 type orderTrace struct {
 	dequeued     time.Time // the message being handled was taken up
+	orderQueued  time.Time // dequeued, for the message that asked for the order's first attempt
 	reconAsked   time.Time // the last reconcile asked of the Reconciler
 	reconCause   follower.Cause
 	reconStarted time.Time // ... and when the Reconciler started and finished it
@@ -34,6 +35,14 @@ func (a *accountActor) traceContext(ctx context.Context, id uuid.UUID) context.C
 	return broker.WithCallTrace(ctx, a.tr.call)
 }
 
+// traceStart begins the trace of an order at its first attempt; a resend goes on with it.
+func (a *accountActor) traceStart(o *follower.Order) {
+	if a.e.trace == nil || o.Attempt > 1 {
+		return
+	}
+	a.tr.attempts, a.tr.call, a.tr.orderQueued = 0, nil, a.tr.dequeued
+}
+
 // traceOrder records the order just sent (o, with outcome out) when tracing is on.
 func (a *accountActor) traceOrder(o *follower.Order, out follower.OrderOutcome) {
 	if a.e.trace == nil || out.Dropped || a.tr.call == nil {
@@ -47,7 +56,7 @@ func (a *accountActor) traceOrder(o *follower.Order, out follower.OrderOutcome) 
 	}
 	rec := copytrace.Record{
 		RequestID: a.tr.requestID, Account: a.id, Action: o.Action.Kind.String(), Attempts: a.tr.attempts,
-		Dequeued: nanos(a.tr.dequeued), Send: nanos(out.SentAt), Slot: a.tr.call.Slot(), Written: a.tr.call.Written(),
+		Dequeued: nanos(a.tr.orderQueued), Send: nanos(out.SentAt), Slot: a.tr.call.Slot(), Written: a.tr.call.Written(),
 		Replied: a.e.now().UnixNano(), Executed: out.Err == nil,
 	}
 	if o.Origin != nil {

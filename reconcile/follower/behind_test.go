@@ -10,7 +10,7 @@ import (
 // behind steps an event the account took up while more of its master's events waited.
 func (h *harness) behind(kind broker.EventKind, epoch, seq int64, p broker.Position) {
 	ev := &broker.Event{Kind: kind, Epoch: epoch, Seq: seq, Position: p, ServerTime: h.now}
-	h.rd = h.c.EventBehind(h.tick(), 100, ev, h.now)
+	h.rd = h.c.EventBehind(h.at(), 100, ev, h.now)
 }
 
 // TestEventsBehindCoalesce: an account that has fallen behind plans its backlog once,
@@ -51,14 +51,14 @@ func TestEventsBehindCoalesce(t *testing.T) {
 	}
 
 	// A flush after the backlog was planned finds nothing left.
-	h.rd = h.c.FlushEvents(h.tick())
+	h.rd = h.c.FlushEvents(h.at())
 	h.wantNothing("a flush with nothing held")
 
 	// Held events that only a flush plans: the last event of a backlog may itself be
 	// taken up as behind (the feed had sent a later one that this account never gets).
 	h.behind(broker.Closed, 1, 10, b)
 	h.wantNothing("a close held back")
-	h.rd = h.c.FlushEvents(h.tick())
+	h.rd = h.c.FlushEvents(h.at())
 	if cl := h.wantSend(reconcile.Close); cl.FollowerTicket != 9001 {
 		t.Fatalf("flush closes %d, want 9001", cl.FollowerTicket)
 	}
@@ -78,6 +78,6 @@ func TestEventsBehindYieldToAReconcile(t *testing.T) {
 	h.filled(9001)
 	h.wantSend(reconcile.Open)
 	h.filled(9002)
-	h.rd = h.c.FlushEvents(h.tick())
+	h.rd = h.c.FlushEvents(h.at())
 	h.wantNothing("a flush after the reconcile that covered the held events")
 }

@@ -22,9 +22,15 @@ type Options struct {
 	// otherwise repair together, every ReconcileEvery, in one burst that fills the
 	// Reconciler's queue; each account's own offset spreads them over the period.
 	ReconcileOffset time.Duration
-	// Lease reports whether the account's lease gate is open now. Only reconciles ask it;
-	// every order is checked by the caller immediately before it is sent.
-	Lease func() bool
+}
+
+// At is when an input happened and whether the account's lease gate was open then. The
+// inputs that may ask for a reconcile carry it: a reconcile is asked for only while the
+// lease is held (a closed gate would drop its plan). Orders need no more: the caller
+// checks the gate immediately before every one.
+type At struct {
+	Now   time.Time
+	Lease bool
 }
 
 // link is one enabled link of the follower.
@@ -78,16 +84,20 @@ type Core struct {
 	tokenFor    Cause // the reconcile waiting for the token
 	orderFails  int   // orders failed in a row without executing, for the repair backoff
 	repairCause Cause // a failed order asked for a reconcile (Repair) that has not started
+	afterRun    Cause // a reconcile asked for while a run waited for a resend: its end takes it up
+	lease       bool  // the lease as of the input being stepped (At.Lease; false for inputs without it)
 
 	guards       map[int64]*guard // stop-outs by scope (0: the follower's own, else the link's)
 	protGen      int64            // bumped whenever a link's effective close-only mode changes
 	reconProtGen int64            // protGen when the reconcile in flight was asked for
 
-	held       []eventPlan // in-order events held back while the account is behind (EventBehind)
-	flushAsked bool        // Ready.FlushEvents was set and FlushEvents has not come yet
+	held       []eventPlan  // in-order events held back while the account is behind (EventBehind)
+	one        [1]eventPlan // the run's events when nothing is held (no allocation per event)
+	flushAsked bool         // Ready.FlushEvents was set and FlushEvents has not come yet
 
 	run    run   // the plan being carried out
 	order  Order // the order in flight (Ready.Send points here)
+	resend resend
 	status Status
 	ready  Ready
 	notes  []Note
@@ -95,9 +105,6 @@ type Core struct {
 
 // New returns the Core of an account just claimed.
 func New(opt Options) *Core {
-	if opt.Lease == nil {
-		opt.Lease = func() bool { return false }
-	}
 	return &Core{opt: opt, masters: map[int64]*master{}, tickets: map[int64]map[int64]reconcile.TicketMapEntry{}}
 }
 
@@ -123,6 +130,14 @@ func (c *Core) Stopped() bool { return c.stopped }
 // input but its outcome a caller's bug.
 func (c *Core) begin() {
 	c.ready = Ready{Tickets: c.ready.Tickets[:0], Protection: c.ready.Protection[:0], Journal: c.ready.Journal[:0], Notes: c.notes[:0]}
+	c.lease = false
+}
+
+// beginAt is begin for an input that carries At: the lease holds for this input only.
+func (c *Core) beginAt(at At) time.Time {
+	c.begin()
+	c.lease = at.Lease
+	return at.Now
 }
 
 func (c *Core) done() *Ready {
@@ -206,8 +221,11 @@ func (c *Core) LoadFailed(err error) *Ready {
 }
 
 // Loaded: the configuration is loaded and the follower's session connected.
-func (c *Core) Loaded(now time.Time, m Loaded) *Ready {
-	c.begin()
+func (c *Core) Loaded(at At, m Loaded) *Ready {
+	now := c.beginAt(at)
+	// A run waiting for a resend was planned under the links being replaced: it ends here
+	// (while still loading, so its end asks for nothing) and this load's reconcile repairs.
+	c.abandon(now)
 	c.loading = false
 	if c.stopped {
 		return c.done()
@@ -297,8 +315,8 @@ func (c *Core) ticketsOf(link int64) map[int64]reconcile.TicketMapEntry {
 // MasterAttached: a master's feed is (re)connected. restarted says the feed started a new
 // subscription, so events may have been missed; epoch/seq are the last event seen on the
 // current subscription (0 when none yet).
-func (c *Core) MasterAttached(now time.Time, id int64, restarted bool, epoch, seq int64) *Ready {
-	c.begin()
+func (c *Core) MasterAttached(at At, id int64, restarted bool, epoch, seq int64) *Ready {
+	now := c.beginAt(at)
 	mv := c.masters[id]
 	if mv == nil {
 		return c.done()
@@ -341,8 +359,8 @@ func classify(mv *master, ev *broker.Event) (cause Cause, ok bool) {
 // Event is one event of master id's feed, received by the node at received. An in-order
 // event is planned and its orders sent at once (with the events held back before it);
 // anything else marks the account dirty.
-func (c *Core) Event(now time.Time, id int64, ev *broker.Event, received time.Time) *Ready {
-	return c.event(now, id, ev, received, false)
+func (c *Core) Event(at At, id int64, ev *broker.Event, received time.Time) *Ready {
+	return c.event(at, id, ev, received, false)
 }
 
 // EventBehind is Event for an account that has fallen behind its master's feed (more of
@@ -351,20 +369,27 @@ func (c *Core) Event(now time.Time, id int64, ev *broker.Event, received time.Ti
 // at once, each position once, from the latest master state (coalescing: an open and
 // its close that both waited send nothing; ten stop moves send one). The caller must
 // step FlushEvents after the waiting events when Ready.FlushEvents is set.
-func (c *Core) EventBehind(now time.Time, id int64, ev *broker.Event, received time.Time) *Ready {
-	return c.event(now, id, ev, received, true)
+func (c *Core) EventBehind(at At, id int64, ev *broker.Event, received time.Time) *Ready {
+	return c.event(at, id, ev, received, true)
 }
 
 // FlushEvents plans the events EventBehind held back, if any still wait.
-func (c *Core) FlushEvents(now time.Time) *Ready {
-	c.begin()
+func (c *Core) FlushEvents(at At) *Ready {
+	now := c.beginAt(at)
 	c.flushAsked = false
+	// A run or a reconcile starts only with nothing held (it takes or drops what is), so
+	// the middle cases are defensive: what is held is then left to a reconcile.
 	switch {
 	case len(c.held) == 0 || c.stopped:
-	case c.dirty || c.reconciling || c.run.kind != runNone:
-		c.held = nil // a reconcile is due or running: it reads the master afresh
+	case c.dirty:
+		c.held = nil // a reconcile is due: it reads the master afresh
+	case c.reconciling:
+		c.held, c.again = nil, true
+	case c.run.kind != runNone:
+		c.held, c.dirty = nil, true
+		c.maybeReconcile(now, CauseGap)
 	default:
-		c.run = run{kind: runEvent, cur: -1, events: c.takeHeld()}
+		c.run = run{kind: runEvent, cur: -1, events: c.takeHeld(), protGen: c.protGen}
 		c.advance(now)
 	}
 	return c.done()
@@ -379,26 +404,34 @@ type eventPlan struct {
 }
 
 // takeHeld returns the held-back events to plan: of several events of one position only
-// the last (its plan reads the latest master state, so it covers the earlier ones).
+// the last (its plan reads the latest master state, so it covers the earlier ones), with
+// the first one's origin: the copy's latency counts from the earliest change it carries,
+// and an open's slippage is measured against the master's open.
 func (c *Core) takeHeld() []eventPlan {
 	held := c.held
 	c.held = nil
 	type pos struct{ master, ticket int64 }
-	last := make(map[pos]int, len(held))
+	first, last := make(map[pos]int, len(held)), make(map[pos]int, len(held))
 	for i, e := range held {
-		last[pos{e.master, e.ev.Position.Ticket}] = i
+		k := pos{e.master, e.ev.Position.Ticket}
+		if _, ok := first[k]; !ok {
+			first[k] = i
+		}
+		last[k] = i
 	}
-	out := held[:0]
+	out := make([]eventPlan, 0, len(last))
 	for i, e := range held {
-		if last[pos{e.master, e.ev.Position.Ticket}] == i {
+		k := pos{e.master, e.ev.Position.Ticket}
+		if last[k] == i {
+			e.origin = held[first[k]].origin
 			out = append(out, e)
 		}
 	}
 	return out
 }
 
-func (c *Core) event(now time.Time, id int64, ev *broker.Event, received time.Time, behind bool) *Ready {
-	c.begin()
+func (c *Core) event(at At, id int64, ev *broker.Event, received time.Time, behind bool) *Ready {
+	now := c.beginAt(at)
 	mv := c.masters[id]
 	if mv == nil || c.stopped {
 		return c.done()
@@ -415,19 +448,30 @@ func (c *Core) event(now time.Time, id int64, ev *broker.Event, received time.Ti
 	case c.reconciling:
 		c.again = true // the running reconcile may predate this event
 		c.expedite()
+	case c.run.kind != runNone:
+		// A run waits for a resend: copying beside it would plan on a follower state that
+		// misses its order. Repaired when it ends.
+		c.dirty = true
+		c.maybeReconcile(now, CauseGap)
 	case c.dirty || !c.fetched || !mv.fetched:
 		c.maybeReconcile(now, CauseGap)
 	default:
 		mv.state.Positions = applyEvent(mv.state.Positions, ev)
-		c.held = append(c.held, eventPlan{master: id, ev: ev, origin: Origin{ServerTime: ev.ServerTime, Received: received, Kind: ev.Kind, Master: ev.Position}})
+		e := eventPlan{master: id, ev: ev, origin: Origin{ServerTime: ev.ServerTime, Received: received, Kind: ev.Kind, Master: ev.Position}}
 		if behind {
+			c.held = append(c.held, e)
 			if !c.flushAsked {
 				c.flushAsked = true
 				c.ready.FlushEvents = true
 			}
 			return c.done()
 		}
-		c.run = run{kind: runEvent, cur: -1, events: c.takeHeld()}
+		events := c.one[:]
+		if c.one[0] = e; len(c.held) > 0 {
+			c.held = append(c.held, e)
+			events = c.takeHeld()
+		}
+		c.run = run{kind: runEvent, cur: -1, events: events, protGen: c.protGen}
 		c.advance(now)
 	}
 	return c.done()
@@ -454,7 +498,7 @@ func applyEvent(ps []broker.Position, ev *broker.Event) []broker.Position {
 // maybeReconcile asks for a reconcile when the account is dirty, loaded, all its masters
 // are attached, and its lease is held (a closed gate would drop the plan anyway).
 func (c *Core) maybeReconcile(now time.Time, cause Cause) {
-	if c.stopped || c.loading || !c.connected || !c.dirty || c.run.kind != runNone || c.tokenFor != CauseNone {
+	if c.stopped || c.loading || !c.connected || !c.dirty || c.tokenFor != CauseNone {
 		return
 	}
 	if c.reconciling {
@@ -466,7 +510,14 @@ func (c *Core) maybeReconcile(now time.Time, cause Cause) {
 		c.expedite()
 		return
 	}
-	if !c.opt.Lease() {
+	if c.run.kind != runNone {
+		// A run waits for a resend (Ready.ResendIn): its end takes this up.
+		if c.afterRun == CauseNone {
+			c.afterRun = cause
+		}
+		return
+	}
+	if !c.lease {
 		c.setPhase(PhaseDirty)
 		return // the next Tick after a renewal retries
 	}
@@ -495,7 +546,7 @@ func (c *Core) startReconcile(now time.Time, cause Cause) {
 	for _, l := range c.links {
 		ask.Links = append(ask.Links, AskLink{MasterID: l.masterID, Link: l.link, TicketMap: c.ticketMap(l.id)})
 	}
-	c.reconciling, c.reconCause, c.again, c.againCause, c.dirty, c.repairCause = true, cause, false, CauseNone, false, CauseNone
+	c.reconciling, c.reconCause, c.again, c.againCause, c.dirty, c.repairCause, c.afterRun = true, cause, false, CauseNone, false, CauseNone, CauseNone
 	c.held = nil // the reconcile reads the master afresh: it covers the events held back
 	c.expedited = false
 	c.reconProtGen = c.protGen
@@ -530,16 +581,17 @@ func (c *Core) TokenDone(now time.Time, err error, dropped bool) *Ready {
 		return c.done() // the next Tick retries
 	case err == nil:
 		c.tokenRaised = true
-	case broker.ClassOf(err) == broker.ErrPermanent:
+	case FailureOf(err) == FailPermanent:
 		// The server cannot take a token without an order (an older bridge server): its
 		// first order carries the token instead, and the marker stays the backstop.
 		c.tokenRaised = true
-		c.note(Note{Kind: NoteTokenFailed, Err: err})
+		c.note(Note{Kind: NoteTokenFailed, Err: err, Failure: FailPermanent})
 	default:
-		if broker.ClassOf(err) == broker.ErrFenced {
+		f := FailureOf(err)
+		if f == FailFenced {
 			c.ready.Fence = true // the token is stale at the trade server: account lost
 		}
-		c.note(Note{Kind: NoteTokenFailed, Err: err})
+		c.note(Note{Kind: NoteTokenFailed, Err: err, Failure: f})
 		c.dirty = true
 		c.setPhase(PhaseDirty)
 		return c.done()
@@ -549,8 +601,8 @@ func (c *Core) TokenDone(now time.Time, err error, dropped bool) *Ready {
 }
 
 // Reconciled is the Reconciler's answer to the Ask in flight.
-func (c *Core) Reconciled(now time.Time, r *Reconciled) *Ready {
-	c.begin()
+func (c *Core) Reconciled(at At, r *Reconciled) *Ready {
+	now := c.beginAt(at)
 	c.reconciling = false
 	if c.stopped {
 		return c.done()
@@ -573,7 +625,7 @@ func (c *Core) Reconciled(now time.Time, r *Reconciled) *Ready {
 	c.status.Balance, c.status.Equity, c.status.Positions = r.Follower.Info.Balance, r.Follower.Info.Equity, len(r.Follower.Positions)
 	c.ready.StatusChanged = true
 	c.observeEquity(now, r.Follower.Info.Equity)
-	c.run = run{kind: runReconcile, cur: -1, plans: r.Plans}
+	c.run = run{kind: runReconcile, cur: -1, plans: r.Plans, protGen: c.reconProtGen}
 	if c.reconProtGen != c.protGen {
 		// A stop-out started or ended since the plans were made (this reading or one
 		// during the reconcile): they may copy what is no longer allowed. Plan again.
@@ -586,12 +638,12 @@ func (c *Core) Reconciled(now time.Time, r *Reconciled) *Ready {
 
 // Tick comes after every committed lease cycle: a dirty account whose gate is open again
 // reconciles; an idle one reconciles when its periodic repair is due.
-func (c *Core) Tick(now time.Time) *Ready {
-	c.begin()
-	if c.loading || !c.connected || c.reconciling || c.stopped {
-		return c.done() // a running reconcile already repairs; chaining another would loop
+func (c *Core) Tick(at At) *Ready {
+	now := c.beginAt(at)
+	if c.loading || !c.connected || c.reconciling || c.stopped || c.run.kind != runNone {
+		return c.done() // a running reconcile (or run) already repairs; chaining another would loop
 	}
-	if c.dirty && c.opt.Lease() {
+	if c.dirty && c.lease {
 		cause := CauseGate
 		if c.repairCause != CauseNone {
 			cause = c.repairCause // a failed order asked first
@@ -611,10 +663,10 @@ func (c *Core) Tick(now time.Time) *Ready {
 // RepairTurn: the Reconciler has room for this account's periodic repair
 // (Ready.WantRepair). The repair is asked for now if it is still due and nothing else
 // runs; otherwise the turn passes (no Ready.Reconcile: the caller declines it).
-func (c *Core) RepairTurn(now time.Time) *Ready {
-	c.begin()
+func (c *Core) RepairTurn(at At) *Ready {
+	now := c.beginAt(at)
 	c.wantRepair = false
-	if c.loading || !c.connected || c.reconciling || c.stopped || !c.repairDue(now) {
+	if c.loading || !c.connected || c.reconciling || c.stopped || c.run.kind != runNone || !c.repairDue(now) {
 		return c.done()
 	}
 	c.periodicRan = true
@@ -650,8 +702,8 @@ func (c *Core) expedite() {
 }
 
 // RepairDue: the pause a failed order asked for (Ready.Repair) is over.
-func (c *Core) RepairDue(now time.Time) *Ready {
-	c.begin()
+func (c *Core) RepairDue(at At) *Ready {
+	now := c.beginAt(at)
 	if c.repairCause != CauseNone { // not already taken up by a reconcile
 		c.dirty = true
 		c.maybeReconcile(now, c.repairCause)
@@ -660,8 +712,8 @@ func (c *Core) RepairDue(now time.Time) *Ready {
 }
 
 // EquityRead is a reading of the follower's equity (Ready.WatchEquity).
-func (c *Core) EquityRead(now time.Time, info broker.AccountInfo) *Ready {
-	c.begin()
+func (c *Core) EquityRead(at At, info broker.AccountInfo) *Ready {
+	now := c.beginAt(at)
 	if c.stopped {
 		return c.done()
 	}
@@ -671,6 +723,18 @@ func (c *Core) EquityRead(now time.Time, info broker.AccountInfo) *Ready {
 		c.dirty = true
 		c.maybeReconcile(now, CauseProtection)
 	}
+	c.ready.WatchEquity = len(c.guards) > 0
+	return c.done()
+}
+
+// EquityFailed: a reading of the equity (Ready.WatchEquity) failed. The next reading is
+// asked for as after a good one: the limits are not given up on for a failed read.
+func (c *Core) EquityFailed(err error) *Ready {
+	c.begin()
+	if c.stopped {
+		return c.done()
+	}
+	c.note(Note{Kind: NoteEquityFailed, Err: err})
 	c.ready.WatchEquity = len(c.guards) > 0
 	return c.done()
 }

@@ -35,7 +35,7 @@ func TestEventStream(t *testing.T) {
 			h := newHarness(t, Options{})
 			ready(h)
 			if c.restart {
-				h.rd = h.c.MasterAttached(h.tick(), 100, true, 0, 0)
+				h.rd = h.c.MasterAttached(h.at(), 100, true, 0, 0)
 				h.wantReconcile(CauseRestart)
 				h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
 			}
@@ -99,14 +99,14 @@ func TestReconcileChaining(t *testing.T) {
 	}{
 		"an in-order event": {func(h *harness) { h.event(broker.Opened, 1, 9, h.mpos(500)) }, CauseAgain},
 		"a gap":             {func(h *harness) { h.event(broker.Opened, 1, 11, h.mpos(500)) }, CauseGap},
-		"a feed restart":    {func(h *harness) { h.rd = h.c.MasterAttached(h.tick(), 100, true, 0, 0) }, CauseRestart},
+		"a feed restart":    {func(h *harness) { h.rd = h.c.MasterAttached(h.at(), 100, true, 0, 0) }, CauseRestart},
 		"a gap, then an in-order event": {func(h *harness) {
 			h.event(broker.Opened, 1, 11, h.mpos(500))
 			h.event(broker.Opened, 1, 12, h.mpos(501))
 		}, CauseGap},
 		"a configuration reload": {func(h *harness) {
 			h.rd = h.c.ConfigChanged(2)
-			h.rd = h.c.Loaded(h.tick(), Loaded{Config: config(2, "")})
+			h.rd = h.c.Loaded(h.at(), Loaded{Config: config(2, "")})
 		}, CauseConfig},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -118,7 +118,7 @@ func TestReconcileChaining(t *testing.T) {
 			if h.rd.Reconcile != nil || h.rd.Send != nil {
 				t.Fatalf("a second reconcile or an order during one: %+v", h.rd)
 			}
-			h.rd = h.c.Tick(h.tick())
+			h.rd = h.c.Tick(h.at())
 			h.wantNothing("a tick during a reconcile")
 			h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
 			if n := hasNote(h.rd, NoteReconcileDone); n == nil || n.Idle {
@@ -153,9 +153,9 @@ func TestUnknownOutcome(t *testing.T) {
 	if len(h.rd.Journal) != 1 || h.rd.Journal[0].Result != broker.ClassName(broker.ErrUnknownOutcome) {
 		t.Fatalf("journal %+v", h.rd.Journal)
 	}
-	h.rd = h.c.Tick(h.tick()) // whichever comes first, the tick or RepairDue, counts it
+	h.rd = h.c.Tick(h.at()) // whichever comes first, the tick or RepairDue, counts it
 	h.wantReconcile(CauseUnknown)
-	h.rd = h.c.RepairDue(h.tick())
+	h.rd = h.c.RepairDue(h.at())
 	h.wantNothing("RepairDue after its reconcile started")
 }
 
@@ -183,6 +183,11 @@ func TestOrderErrors(t *testing.T) {
 			h.answer(state("f", broker.Hedging), state("m", broker.Hedging), map[int64]reconcile.Result{1: plan})
 			h.wantSend(reconcile.Open)
 			h.failed(c.err)
+			for h.rd.ResendIn > 0 { // refused for now: sent again (TestResend)
+				h.rd = h.c.ResendDue(h.at())
+				h.wantSend(reconcile.Open)
+				h.failed(c.err)
+			}
 			if got := h.rd.Send != nil; got != c.goesOn {
 				t.Fatalf("plan goes on: %v, want %v", got, c.goesOn)
 			}
@@ -199,6 +204,36 @@ func TestOrderErrors(t *testing.T) {
 	}
 }
 
+// TestResend: an order refused for now is sent again after growing pauses, MaxAttempts
+// in all, journalled once with its last outcome; the run waits meanwhile, and an event
+// that arrives is neither copied beside it nor lost: a reconcile follows the run.
+func TestResend(t *testing.T) {
+	h := newHarness(t, Options{})
+	ready(h)
+	requote := broker.NewError(broker.ErrRetryable, broker.CodeRequote, "requote")
+	h.event(broker.Opened, 1, 6, h.mpos(500))
+	for _, pause := range []time.Duration{50 * time.Millisecond, 100 * time.Millisecond} {
+		h.wantSend(reconcile.Open)
+		h.failed(requote)
+		if h.rd.ResendIn != pause || h.rd.Send != nil || len(h.rd.Journal) != 0 || hasNote(h.rd, NoteOrderRetry) == nil {
+			t.Fatalf("a requote: %+v, want a resend in %v, nothing journalled yet", h.rd, pause)
+		}
+		h.event(broker.Opened, 1, h.c.masters[100].seq+1, h.mpos(600))
+		h.wantNothing("an event while an order waits for its resend")
+		h.rd = h.c.Tick(h.at())
+		h.wantNothing("a tick while an order waits for its resend")
+		h.rd = h.c.ResendDue(h.at())
+	}
+	h.wantSend(reconcile.Open)
+	h.failed(requote)
+	if h.rd.ResendIn != 0 || len(h.rd.Journal) != 1 || h.rd.Journal[0].Result != "retryable" {
+		t.Fatalf("after %d attempts: %+v, want the failure journalled and no resend", MaxAttempts, h.rd)
+	}
+	h.wantReconcile(CauseGap) // the events that came meanwhile
+	h.rd = h.c.ResendDue(h.at())
+	h.wantNothing("a stale ResendDue")
+}
+
 // TestRepairBackoff: orders failing in a row push the repair further out; one that
 // executes starts over.
 func TestRepairBackoff(t *testing.T) {
@@ -210,7 +245,7 @@ func TestRepairBackoff(t *testing.T) {
 		seq++
 		h.event(broker.Opened, 1, seq, h.mpos(400+seq)) // dirty: the event asks a reconcile
 		if h.rd.Reconcile == nil {
-			h.rd = h.c.RepairDue(h.tick())
+			h.rd = h.c.RepairDue(h.at())
 		}
 		plan := opens(seq)
 		h.answer(state("f", broker.Hedging), state("m", broker.Hedging), map[int64]reconcile.Result{1: plan})
@@ -219,7 +254,7 @@ func TestRepairBackoff(t *testing.T) {
 			t.Fatalf("repair in %v, want %v", h.rd.RepairIn, want)
 		}
 	}
-	h.rd = h.c.RepairDue(h.tick())
+	h.rd = h.c.RepairDue(h.at())
 	plan := opens(99)
 	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), map[int64]reconcile.Result{1: plan})
 	h.filled(7)
@@ -241,16 +276,16 @@ func TestLostGate(t *testing.T) {
 	h.event(broker.Opened, 1, 6, h.mpos(500))
 	h.wantSend(reconcile.Open)
 	h.lease = false
-	h.rd = h.c.OrderDone(h.tick(), OrderOutcome{Dropped: true})
+	h.rd = h.c.OrderDone(h.at(), OrderOutcome{Dropped: true})
 	if h.rd.Send != nil || len(h.rd.Journal) != 1 || h.rd.Journal[0].Result != "dropped" || h.c.Status().Dropped != 1 || h.c.Status().Phase != PhaseDirty {
 		t.Fatalf("after a dropped order: send %v, journal %+v, status %+v", h.rd.Send, h.rd.Journal, h.c.Status())
 	}
 	h.event(broker.Opened, 1, 7, h.mpos(501))
 	h.wantNothing("an event while the lease is not held")
-	h.rd = h.c.Tick(h.tick())
+	h.rd = h.c.Tick(h.at())
 	h.wantNothing("a tick while the lease is not held")
 	h.lease = true
-	h.rd = h.c.Tick(h.tick())
+	h.rd = h.c.Tick(h.at())
 	h.wantReconcile(CauseGate)
 }
 
@@ -261,8 +296,8 @@ func TestToken(t *testing.T) {
 	start := func(t *testing.T) *harness {
 		h := newHarness(t, Options{})
 		h.rd = h.c.Start(Status{})
-		h.rd = h.c.Loaded(h.tick(), Loaded{Config: config(1, ""), WithTickets: true})
-		h.rd = h.c.MasterAttached(h.tick(), 100, false, 1, 5)
+		h.rd = h.c.Loaded(h.at(), Loaded{Config: config(1, ""), WithTickets: true})
+		h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5)
 		if !h.rd.RaiseToken || h.rd.Reconcile != nil {
 			t.Fatalf("want the token raised before the reconcile, got %+v", h.rd)
 		}
@@ -284,14 +319,14 @@ func TestToken(t *testing.T) {
 		h := start(t)
 		h.rd = h.c.TokenDone(h.tick(), nil, true)
 		h.wantNothing("a dropped raise")
-		h.rd = h.c.Tick(h.tick())
+		h.rd = h.c.Tick(h.at())
 		if !h.rd.RaiseToken {
 			t.Fatal("the tick did not raise the token again")
 		}
 		h.rd = h.c.TokenDone(h.tick(), nil, false)
 		h.wantReconcile(CauseGate)
 		h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
-		h.rd = h.c.MasterAttached(h.tick(), 100, true, 0, 0)
+		h.rd = h.c.MasterAttached(h.at(), 100, true, 0, 0)
 		h.wantReconcile(CauseRestart) // raised once per ownership
 	})
 }
@@ -309,7 +344,7 @@ func TestConfigChange(t *testing.T) {
 	if h.rd.Load == nil || h.rd.Load.Tickets || h.rd.Load.Connect {
 		t.Fatalf("reload %+v, want the configuration only", h.rd.Load)
 	}
-	h.rd = h.c.Loaded(h.tick(), Loaded{Config: config(2, `{"sizing":{"mode":"lot_multiplier","multiplier":2}}`)})
+	h.rd = h.c.Loaded(h.at(), Loaded{Config: config(2, `{"sizing":{"mode":"lot_multiplier","multiplier":2}}`)})
 	ask := h.wantReconcile(CauseConfig)
 	if len(ask.Links) != 1 || len(ask.Links[0].TicketMap) != 1 || ask.Links[0].TicketMap[0].FollowerTicket != 9001 {
 		t.Fatalf("ask %+v: want link 1 with its copy 500 → 9001", ask.Links)
@@ -327,7 +362,7 @@ func TestBadLinkIsLeftOut(t *testing.T) {
 	cfg.Links = append(cfg.Links, LinkConfig{ID: 2, MasterID: 200, Magic: 1002, Settings: []byte(`{"sizing":{"multiplier":-1}}`), MasterEnabled: true},
 		LinkConfig{ID: 3, MasterID: 300, Magic: 1003, Settings: []byte(`{}`)})
 	h.rd = h.c.Start(Status{})
-	h.rd = h.c.Loaded(h.tick(), Loaded{Config: cfg, WithTickets: true})
+	h.rd = h.c.Loaded(h.at(), Loaded{Config: cfg, WithTickets: true})
 	if n := hasNote(h.rd, NoteBadConfig); n == nil || n.Link != 2 || h.c.Status().LastError == "" {
 		t.Fatalf("bad link note %+v, last error %q", n, h.c.Status().LastError)
 	}
@@ -342,13 +377,13 @@ func TestBadLinkIsLeftOut(t *testing.T) {
 func TestPeriodicRepair(t *testing.T) {
 	h := newHarness(t, Options{ReconcileEvery: time.Minute})
 	ready(h)
-	h.rd = h.c.Tick(h.tick())
+	h.rd = h.c.Tick(h.at())
 	if h.rd.WantRepair {
 		t.Fatal("a turn asked before the period")
 	}
 	h.now = h.now.Add(time.Minute)
 	h.periodic()
-	h.rd = h.c.Tick(h.tick())
+	h.rd = h.c.Tick(h.at())
 	if h.rd.WantRepair {
 		t.Fatal("a turn asked while the repair runs")
 	}
@@ -356,33 +391,33 @@ func TestPeriodicRepair(t *testing.T) {
 	// Asked, then a gap's reconcile runs first: the turn passes.
 	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
 	h.now = h.now.Add(time.Minute)
-	h.rd = h.c.Tick(h.tick())
+	h.rd = h.c.Tick(h.at())
 	if !h.rd.WantRepair {
 		t.Fatal("no turn asked a period after the last repair")
 	}
-	h.rd = h.c.Tick(h.tick())
+	h.rd = h.c.Tick(h.at())
 	if h.rd.WantRepair {
 		t.Fatal("a turn asked twice")
 	}
 	h.now = h.now.Add(time.Minute)
-	if h.rd = h.c.Tick(h.tick()); !h.rd.WantRepair {
+	if h.rd = h.c.Tick(h.at()); !h.rd.WantRepair {
 		t.Fatal("a turn not given within a period was not asked again")
 	}
 	h.event(broker.Opened, 1, 9, h.mpos(500))
 	h.wantReconcile(CauseGap)
 	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
-	h.rd = h.c.RepairTurn(h.tick())
+	h.rd = h.c.RepairTurn(h.at())
 	h.wantNothing("a turn after another reconcile repaired the account")
 }
 
 // periodic asks for a turn at a tick and takes it: the periodic repair starts.
 func (h *harness) periodic() {
 	h.t.Helper()
-	h.rd = h.c.Tick(h.tick())
+	h.rd = h.c.Tick(h.at())
 	if !h.rd.WantRepair || h.rd.Reconcile != nil {
 		h.t.Fatalf("periodic repair due: %+v, want a turn asked and no reconcile yet", h.rd)
 	}
-	h.rd = h.c.RepairTurn(h.tick())
+	h.rd = h.c.RepairTurn(h.at())
 	h.wantReconcile(CausePeriodic)
 }
 
@@ -393,14 +428,14 @@ func TestPeriodicRepairSpread(t *testing.T) {
 	h := newHarness(t, Options{ReconcileEvery: time.Minute, ReconcileOffset: 20 * time.Second})
 	ready(h)
 	h.now = h.now.Add(19 * time.Second)
-	if h.rd = h.c.Tick(h.tick()); h.rd.WantRepair {
+	if h.rd = h.c.Tick(h.at()); h.rd.WantRepair {
 		t.Fatal("a turn asked before the offset")
 	}
 	h.now = h.now.Add(time.Second)
 	h.periodic()
 	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
 	h.now = h.now.Add(59 * time.Second)
-	if h.rd = h.c.Tick(h.tick()); h.rd.WantRepair {
+	if h.rd = h.c.Tick(h.at()); h.rd.WantRepair {
 		t.Fatal("the second repair asked before a whole period")
 	}
 	h.now = h.now.Add(time.Second)
@@ -455,7 +490,7 @@ func TestNettingReadsPositionsBack(t *testing.T) {
 		t.Fatalf("no positions read after an order on a netting follower: %+v", h.rd)
 	}
 	net := broker.Position{Ticket: 77, Symbol: "EURUSD", Side: broker.Buy, Volume: 1}
-	h.rd = h.c.PositionsRead(h.tick(), []broker.Position{net}, nil)
+	h.rd = h.c.PositionsRead(h.at(), []broker.Position{net}, nil)
 	if ps, _, _ := h.c.Positions(); len(ps) != 1 || ps[0] != net {
 		t.Fatalf("positions %+v, want the ones read back", ps)
 	}

@@ -5,15 +5,23 @@
 // and carries out the Ready it returns (orders to send, a reconcile to ask for, ticket-map,
 // status and protection rows to write, journal entries, notes for logs and metrics).
 //
-// The Core does no I/O and reads no clock: every input carries the time, and whether the
-// account's lease is held is asked of the Lease function it is built with. Its table
-// tests run without a database or an actor system.
+// The Core does no I/O, reads no clock and sleeps nowhere: every input carries the time,
+// and the inputs that may ask for a reconcile carry whether the account's lease was held
+// (At). Pauses are effects (Ready.RetryLoadIn, RepairIn, ResendIn) whose end is an input.
+// What a broker error means is decided in one place (FailureOf), and what follows from it
+// here. Its table and scenario tests (testdata/*.txt) run without a database or an actor
+// system.
 //
 // # Ordering rules
 //
 //   - Send, RaiseToken and ReadPositions are synchronous: the caller carries out the one a
 //     Ready names before anything else and steps its outcome (OrderDone, TokenDone,
-//     PositionsRead); only then may another input be stepped.
+//     PositionsRead); only then may another input be stepped. An order refused for now
+//     (FailRetryable) is the one pause: OrderDone answers ResendIn, other inputs may be
+//     stepped while it waits, and ResendDue sends it again. Meanwhile nothing starts
+//     another order or a reconcile: what they ask for is taken up when the run ends. A
+//     reload gives the waiting order up (its plan was made under the old links), and so
+//     does ResendDue after a stop-out started or ended.
 //   - Tickets are written in the order given and before the next Ready's; a ticket change
 //     that an order's outcome makes comes in the Ready that steps the outcome.
 //   - An order is sent only while its lease is held: the caller checks the gate immediately

@@ -1,7 +1,6 @@
 package follower
 
 import (
-	"errors"
 	"time"
 
 	"github.com/snapcopier/copier/broker"
@@ -35,6 +34,18 @@ type run struct {
 	ai        int       // the action in flight
 	linkStart time.Time // when the link's plan was taken up: its journal time
 	reading   bool      // its netting positions are being read
+
+	protGen int64 // the protection generation the plan was made under
+}
+
+// MaxAttempts is how many times in all an order refused for now (FailRetryable) is sent.
+const MaxAttempts = 3
+
+// resend is the order in flight's retries: an order refused for now is sent again after a
+// pause (Ready.ResendIn); the run waits meanwhile, and other inputs are stepped.
+type resend struct {
+	waiting bool  // ResendDue is awaited
+	err     error // the last attempt's
 }
 
 // advance sends the next action, or takes up the next link, or finishes the run.
@@ -46,7 +57,8 @@ func (c *Core) advance(now time.Time) {
 	for {
 		if r.cur >= 0 {
 			if r.ai < len(r.actions) {
-				c.order = Order{Link: c.links[r.cur].id, Action: r.actions[r.ai]}
+				c.order = Order{Link: c.links[r.cur].id, Action: r.actions[r.ai], Attempt: 1}
+				c.resend = resend{}
 				if r.kind == runEvent {
 					c.order.Origin = &r.events[r.ei].origin
 				}
@@ -117,7 +129,7 @@ func (c *Core) finish(now time.Time) {
 			c.setPhase(PhaseCopying)
 		}
 		c.ready.WriteStatus = true
-		c.note(Note{Kind: NoteReconcileDone, Cause: c.reconCause, Idle: !c.again && !c.dirty})
+		c.note(Note{Kind: NoteReconcileDone, Cause: c.reconCause, Idle: !c.again && !c.dirty && c.afterRun == CauseNone})
 		if c.again {
 			cause := c.againCause
 			if cause == CauseNone {
@@ -127,16 +139,29 @@ func (c *Core) finish(now time.Time) {
 			c.maybeReconcile(now, cause)
 		}
 	}
+	if cause := c.afterRun; cause != CauseNone && !c.reconciling {
+		// Asked for while this run waited for a resend.
+		c.afterRun = CauseNone
+		c.maybeReconcile(now, cause)
+	}
 }
 
 // OrderDone is the outcome of the Ready.Send in flight.
-func (c *Core) OrderDone(now time.Time, out OrderOutcome) *Ready {
-	c.begin()
+func (c *Core) OrderDone(at At, out OrderOutcome) *Ready {
+	now := c.beginAt(at)
 	r := &c.run
-	if r.cur < 0 || r.ai >= len(r.actions) {
+	if r.cur < 0 || r.ai >= len(r.actions) || c.resend.waiting {
 		panic("follower: OrderDone without an order in flight")
 	}
 	act := r.actions[r.ai]
+	if f := FailureOf(out.Err); f == FailRetryable && c.order.Attempt < MaxAttempts {
+		// Refused for now (requote, busy): sent again after a pause. The run waits; the
+		// account takes other inputs meanwhile.
+		c.resend.waiting, c.resend.err = true, out.Err
+		c.ready.ResendIn = backoff.Delay(c.order.Attempt, 50*time.Millisecond, time.Second)
+		c.note(Note{Kind: NoteOrderRetry, Err: out.Err, Action: &act, Failure: f})
+		return c.done()
+	}
 	r.ai++
 	l := &c.links[r.cur]
 	switch {
@@ -153,7 +178,7 @@ func (c *Core) OrderDone(now time.Time, out OrderOutcome) *Ready {
 	case out.Err != nil:
 		c.ready.Journal = append(c.ready.Journal, Journal{Time: r.linkStart, Link: l.id, Action: act.String(), MasterTicket: act.MasterTicket,
 			Ticket: out.Result.Ticket, Result: className(out.Err)})
-		if errors.Is(out.Err, broker.ErrUnknownOutcome) {
+		if FailureOf(out.Err) == FailUnknown {
 			tr, un := act.UnknownOutcomeChanges(l.id, c.follower.Info.Mode)
 			c.changeMap(now, tr, un)
 		}
@@ -183,9 +208,47 @@ func (c *Core) OrderDone(now time.Time, out OrderOutcome) *Ready {
 	return c.done()
 }
 
+// ResendDue: the pause before resending the order in flight (Ready.ResendIn) is over. It
+// is sent again, unless a stop-out started or ended meanwhile: the plan it belongs to is
+// then given up, and a reconcile plans again.
+func (c *Core) ResendDue(at At) *Ready {
+	now := c.beginAt(at)
+	if !c.resend.waiting || c.stopped {
+		return c.done() // given up meanwhile (a reload), or the account stopped
+	}
+	if c.run.protGen != c.protGen {
+		c.abandon(now)
+		return c.done()
+	}
+	c.resend.waiting = false
+	c.order.Attempt++
+	c.ready.Send = &c.order
+	return c.done()
+}
+
+// abandon gives up the order waiting for a resend, and the rest of its plan: it is
+// journalled with its last error, and the account is dirty. The run ends as any run
+// stopped early does.
+func (c *Core) abandon(now time.Time) {
+	r := &c.run
+	if !c.resend.waiting {
+		return
+	}
+	c.resend.waiting = false
+	act := r.actions[r.ai]
+	r.ai++
+	c.ready.Journal = append(c.ready.Journal, Journal{Time: r.linkStart, Link: c.links[r.cur].id, Action: act.String(),
+		MasterTicket: act.MasterTicket, Result: className(c.resend.err)})
+	c.setError(c.resend.err)
+	c.note(Note{Kind: NoteOrderFailed, Err: c.resend.err, Action: &act, Failure: FailureOf(c.resend.err)})
+	c.dirty = true
+	r.stopped, r.cur = true, -1
+	c.advance(now)
+}
+
 // PositionsRead is the outcome of a Ready.ReadPositions.
-func (c *Core) PositionsRead(now time.Time, ps []broker.Position, err error) *Ready {
-	c.begin()
+func (c *Core) PositionsRead(at At, ps []broker.Position, err error) *Ready {
+	now := c.beginAt(at)
 	if err != nil {
 		c.dirty = true
 	} else {
@@ -195,37 +258,38 @@ func (c *Core) PositionsRead(now time.Time, ps []broker.Position, err error) *Re
 	return c.done()
 }
 
-// onOrderError applies the broker-error policy to a failed order; it returns true when
-// the plan may go on.
+// onOrderError applies the broker-error policy to a failed order (its retries, if any,
+// spent); it returns true when the plan may go on.
 func (c *Core) onOrderError(act reconcile.Action, err error) bool {
+	f := FailureOf(err)
 	c.setError(err)
-	c.note(Note{Kind: NoteOrderFailed, Err: err, Action: &act})
-	switch {
-	case errors.Is(err, broker.ErrFenced):
+	c.note(Note{Kind: NoteOrderFailed, Err: err, Action: &act, Failure: f})
+	switch f {
+	case FailFenced:
 		// The server has seen a newer token: another node owns this account now. The gate
 		// stays closed until the account is claimed with a new epoch.
 		c.dirty = true
 		c.ready.Fence = true
 		return false
-	case errors.Is(err, broker.ErrExpired):
+	case FailExpired:
 		// It reached the server after its trust ran out and was refused: nothing executed.
 		// The reconcile after the next renewal (or on the new owner) catches up.
 		c.dirty = true
 		return false
-	case errors.Is(err, broker.ErrPermanent):
+	case FailPermanent:
 		return true
-	case errors.Is(err, broker.ErrRetryable):
-		c.dirty = true // still refused after the caller's retries: reconcile later
+	case FailRetryable:
+		c.dirty = true // still refused after MaxAttempts: reconcile later
 		return true
-	case errors.Is(err, broker.ErrUnknownOutcome):
+	case FailUnknown:
 		// Never resend blindly: the order may have executed. Reconcile first, at once.
 		c.repairSoon(CauseUnknown, 0)
 		return false
-	case errors.Is(err, broker.ErrMarketClosed):
+	case FailMarketClosed:
 		c.orderFails++
 		c.repairSoon(CauseOrderFailed, backoff.Delay(c.orderFails, 5*time.Second, time.Minute))
 		return false
-	default: // disconnected, unclassified
+	default: // FailOther: disconnected, unclassified
 		c.orderFails++
 		c.repairSoon(CauseOrderFailed, backoff.Delay(c.orderFails, 250*time.Millisecond, 30*time.Second))
 		return false

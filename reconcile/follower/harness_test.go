@@ -21,15 +21,13 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, opt Options) *harness {
-	h := &harness{t: t, lease: true, now: t0}
-	if opt.Lease == nil {
-		opt.Lease = func() bool { return h.lease }
-	}
-	h.c = New(opt)
-	return h
+	return &harness{t: t, lease: true, now: t0, c: New(opt)}
 }
 
 func (h *harness) tick() time.Time { h.now = h.now.Add(time.Millisecond); return h.now }
+
+// at is the next input's time, with the lease as the harness holds it.
+func (h *harness) at() At { return At{Now: h.tick(), Lease: h.lease} }
 
 func eurusd() broker.SymbolSpec {
 	return broker.SymbolSpec{Name: "EURUSD", ContractSize: 100_000, MinLot: 0.01, MaxLot: 100, LotStep: 0.01,
@@ -57,11 +55,11 @@ func (h *harness) copying(cfg Config, follower reconcile.AccountState, master re
 	if h.rd.Load == nil || !h.rd.Load.Tickets || !h.rd.Load.Connect {
 		h.t.Fatalf("Start: want a first load with tickets and a connect, got %+v", h.rd.Load)
 	}
-	h.rd = h.c.Loaded(h.tick(), Loaded{Config: cfg, WithTickets: true})
+	h.rd = h.c.Loaded(h.at(), Loaded{Config: cfg, WithTickets: true})
 	if h.rd.Reconcile != nil || h.rd.RaiseToken {
 		h.t.Fatal("reconciled before its master's feed attached")
 	}
-	h.rd = h.c.MasterAttached(h.tick(), 100, false, 1, 5)
+	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5)
 	if !h.rd.RaiseToken {
 		h.t.Fatalf("the first reconcile of an ownership did not raise the token first: %+v", h.rd)
 	}
@@ -74,7 +72,7 @@ func (h *harness) copying(cfg Config, follower reconcile.AccountState, master re
 }
 
 func (h *harness) answer(follower, master reconcile.AccountState, plans map[int64]reconcile.Result) {
-	h.rd = h.c.Reconciled(h.tick(), &Reconciled{Follower: follower, Masters: map[int64]reconcile.AccountState{100: master}, Plans: plans})
+	h.rd = h.c.Reconciled(h.at(), &Reconciled{Follower: follower, Masters: map[int64]reconcile.AccountState{100: master}, Plans: plans})
 }
 
 func (h *harness) wantReconcile(cause Cause) *Ask {
@@ -108,16 +106,16 @@ func (h *harness) wantSend(kind reconcile.ActionKind) reconcile.Action {
 
 func (h *harness) event(kind broker.EventKind, epoch, seq int64, p broker.Position) {
 	ev := &broker.Event{Kind: kind, Epoch: epoch, Seq: seq, Position: p, ServerTime: h.now}
-	h.rd = h.c.Event(h.tick(), 100, ev, h.now)
+	h.rd = h.c.Event(h.at(), 100, ev, h.now)
 }
 
 func (h *harness) filled(ticket int64) {
 	a := h.rd.Send.Action
-	h.rd = h.c.OrderDone(h.tick(), OrderOutcome{Result: broker.OrderResult{Ticket: ticket, Volume: a.Volume, Price: 1.1001, ServerTime: h.now}, SentAt: h.now})
+	h.rd = h.c.OrderDone(h.at(), OrderOutcome{Result: broker.OrderResult{Ticket: ticket, Volume: a.Volume, Price: 1.1001, ServerTime: h.now}, SentAt: h.now})
 }
 
 func (h *harness) failed(err error) {
-	h.rd = h.c.OrderDone(h.tick(), OrderOutcome{Err: err, SentAt: h.now})
+	h.rd = h.c.OrderDone(h.at(), OrderOutcome{Err: err, SentAt: h.now})
 }
 
 // mpos is master position ticket, EURUSD buy 1 lot, opened just now.

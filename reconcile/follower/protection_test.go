@@ -17,11 +17,11 @@ func TestStopOut(t *testing.T) {
 	limits := []byte(`{"max_drawdown":{"percent":10}}`)
 	h := newHarness(t, Options{})
 	h.rd = h.c.Start(Status{})
-	h.rd = h.c.Loaded(h.tick(), Loaded{Config: config(1, ""), Protection: Protection{Limits: limits}, WithTickets: true})
+	h.rd = h.c.Loaded(h.at(), Loaded{Config: config(1, ""), Protection: Protection{Limits: limits}, WithTickets: true})
 	if !h.rd.WatchEquity || !h.c.Guarded() {
 		t.Fatal("a follower with limits is not watched")
 	}
-	h.rd = h.c.MasterAttached(h.tick(), 100, false, 1, 5)
+	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5)
 	h.rd = h.c.TokenDone(h.tick(), nil, false)
 	h.wantReconcile(CauseStart)
 	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil) // equity 10,000: the high-water mark
@@ -58,8 +58,8 @@ func TestStopOut(t *testing.T) {
 	h2.rd = h2.c.Start(Status{})
 	stored := Protection{Limits: limits, States: map[int64]ProtectionState{0: h.rd.Protection[0]}}
 	stored.States[0] = ProtectionState{Scope: 0, State: append([]byte(nil), h.rd.Protection[0].State...)}
-	h2.rd = h2.c.Loaded(h2.tick(), Loaded{Config: config(1, ""), Protection: stored, WithTickets: true})
-	h2.rd = h2.c.MasterAttached(h2.tick(), 100, false, 1, 5)
+	h2.rd = h2.c.Loaded(h2.at(), Loaded{Config: config(1, ""), Protection: stored, WithTickets: true})
+	h2.rd = h2.c.MasterAttached(h2.at(), 100, false, 1, 5)
 	h2.rd = h2.c.TokenDone(h2.tick(), nil, false)
 	if got := h2.wantReconcile(CauseStart).Links[0].Link.Settings.Protect.CloseOnly; got != protect.CloseNow {
 		t.Fatalf("a new owner's link mode %q, want close_now: the stop-out was forgotten", got)
@@ -73,22 +73,22 @@ func TestResetAdoptsTheStoredState(t *testing.T) {
 	limits := []byte(`{"max_drawdown":{"percent":10}}`)
 	h := newHarness(t, Options{})
 	h.rd = h.c.Start(Status{})
-	h.rd = h.c.Loaded(h.tick(), Loaded{Config: config(1, ""), Protection: Protection{Limits: limits}, WithTickets: true})
+	h.rd = h.c.Loaded(h.at(), Loaded{Config: config(1, ""), Protection: Protection{Limits: limits}, WithTickets: true})
 	low := broker.AccountInfo{Balance: 10_000, Equity: 10_000}
-	h.rd = h.c.EquityRead(h.tick(), low)
+	h.rd = h.c.EquityRead(h.at(), low)
 	low.Equity = 8_000
-	h.rd = h.c.EquityRead(h.tick(), low)
+	h.rd = h.c.EquityRead(h.at(), low)
 	if h.c.Status().StopOut == "" {
 		t.Fatal("not stopped out at 20 % down")
 	}
 	h.rd = h.c.ConfigChanged(2)
-	h.rd = h.c.Loaded(h.tick(), Loaded{Config: config(2, ""), Protection: Protection{Limits: limits}})
+	h.rd = h.c.Loaded(h.at(), Loaded{Config: config(2, ""), Protection: Protection{Limits: limits}})
 	if h.c.Status().StopOut == "" {
 		t.Fatal("a reload without a reset ended the stop-out")
 	}
 	h.rd = h.c.ConfigChanged(3)
 	reset := Protection{Limits: limits, States: map[int64]ProtectionState{0: {Scope: 0, State: []byte(`{}`), ResetGen: 1}}}
-	h.rd = h.c.Loaded(h.tick(), Loaded{Config: config(3, ""), Protection: reset})
+	h.rd = h.c.Loaded(h.at(), Loaded{Config: config(3, ""), Protection: reset})
 	if h.c.Status().StopOut != "" {
 		t.Fatalf("an operator reset was not adopted: %q", h.c.Status().StopOut)
 	}

@@ -21,6 +21,9 @@ type Ready struct {
 	Load *LoadAsk
 	// RetryLoadIn > 0: step RetryLoad after this long (a load failed).
 	RetryLoadIn time.Duration
+	// ResendIn > 0: the order in flight was refused for now (FailRetryable); step
+	// ResendDue after this long. Its run waits meanwhile; other inputs may be stepped.
+	ResendIn time.Duration
 	// Reconcile asks the Reconciler to fetch and plan → Reconciled.
 	Reconcile *Ask
 	// WantRepair: the periodic repair is due. Ask the Reconciler for a turn and step
@@ -78,9 +81,10 @@ type AskLink struct {
 // Order is one action to send for a link. Origin is the master event it copies (nil on
 // a reconcile's plan).
 type Order struct {
-	Link   int64
-	Action reconcile.Action
-	Origin *Origin
+	Link    int64
+	Action  reconcile.Action
+	Origin  *Origin
+	Attempt int // 1, and more for a resend (Ready.ResendIn)
 }
 
 // TicketChange is one ticket-map row: tracked, or closed at ClosedAt when that is set.
@@ -124,17 +128,31 @@ const (
 	NoteReconcileStarted                     // Cause
 	NoteReconcileDone                        // Cause, Err, Idle
 	NoteReconcileFailed                      // Err
-	NoteOrderFailed                          // Err, Action: an order did not execute
+	NoteOrderFailed                          // Err, Failure, Action: an order did not execute
+	NoteOrderRetry                           // Err, Failure, Action: refused for now; resent after Ready.ResendIn
 	NoteDropped                              // Action: not sent, the lease is not confirmed
-	NoteTokenFailed                          // Err: the token could not be raised
+	NoteTokenFailed                          // Err, Failure: the token could not be raised
 	NoteStopOut                              // Link (scope), Stop
+	NoteEquityFailed                         // Err: the equity could not be read
 )
+
+var noteNames = [...]string{"", "loaded", "load-failed", "bad-config", "feed-attached", "reconcile-started", "reconcile-done",
+	"reconcile-failed", "order-failed", "order-retry", "dropped", "token-failed", "stop-out", "equity-failed"}
+
+// String names the kind.
+func (k NoteKind) String() string {
+	if int(k) < len(noteNames) {
+		return noteNames[k]
+	}
+	return "unknown"
+}
 
 // Note is one thing that happened.
 type Note struct {
 	Kind      NoteKind
 	Cause     Cause
 	Err       error
+	Failure   Failure // what Err means, for orders and the token
 	Action    *reconcile.Action
 	Master    int64
 	Link      int64
@@ -230,11 +248,11 @@ type Reconciled struct {
 	Err      error
 }
 
-// OrderOutcome is what became of a Ready.Send.
+// OrderOutcome is what became of one attempt of a Ready.Send.
 type OrderOutcome struct {
 	Result broker.OrderResult
 	Err    error
 	// Dropped: not sent, the lease gate was closed (or the node halted).
 	Dropped bool
-	SentAt  time.Time // when the (last) attempt was sent
+	SentAt  time.Time // when the attempt was sent
 }
