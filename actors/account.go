@@ -149,7 +149,10 @@ func (a *accountActor) carry(ctx actor.Context, rd *follower.Ready) {
 			o := *rd.Send
 			a.traceStart(&o)
 			out := a.send(o.Action)
-			rd = a.core.OrderDone(a.at(), out)
+			// The lease as the order's own gate check found it (a dropped order found it
+			// lost): the Core reads it only to schedule reconciles, and a second reading of
+			// the gate's clock is a system call per order.
+			rd = a.core.OrderDone(follower.At{Now: a.e.now(), Lease: !out.Dropped}, out)
 			if rd.ResendIn == 0 { // its last attempt
 				a.traceOrder(&o, out)
 			}
