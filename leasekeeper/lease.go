@@ -16,6 +16,12 @@
 // the check shortens them and never moves them past the trust's end. The receiver refuses a request whose
 // deadline has passed by its own clock, which is safe while fence > clock skew + drift
 // (Config.Validate).
+//
+// The LeaseKeeper is a pure core (core.go: typed inputs in, a ready of effects out; no
+// clock, no I/O, no goroutines) inside a thin actor (keeper.go) that reads the clocks,
+// runs the queries and carries out the effects. The rules of the fence read as the
+// scenarios in testdata/ (cycle.txt, handoff.txt, shutdown.txt), which print the whole
+// ready of every input; go test -run TestKeeperCore -rewrite rewrites them.
 package leasekeeper
 
 import (
