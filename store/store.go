@@ -6,6 +6,9 @@
 // lease_until, lease_epoch). A lease cycle releases, renews and claims in one transaction
 // (LeaseCycle); status and ticket-map writes carry node_id and lease_epoch in their WHERE
 // so a node that lost an account cannot overwrite what the new owner wrote.
+//
+// Migrations live in migrations/NNNN_name.sql; from version 7 on they are numbered without
+// gaps or shared numbers (the next one is the last plus one), which Migrations checks.
 package store
 
 import (
