@@ -325,7 +325,7 @@ func (k *Keeper) startCycle(ctx actor.Context, trigger Trigger) {
 	}
 	self, root, cycle, clock := ctx.Self(), ctx.ActorSystem().Root, k.cfg.Cycle, k.cfg.Clock
 	k.queued = nil
-	// The cycle has its own deadline, shorter than the trust it grants (DESIGN §4).
+	// The cycle has its own deadline, shorter than the trust it grants (docs/design.md §2).
 	cctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timing.CycleDeadline())
 	k.cancelCycle = cancel
 	k.stopClaims = new(atomic.Bool)
