@@ -50,8 +50,8 @@ type ownershipSample struct {
 	Free   int            `json:"free"`
 }
 
-// run is one stress run.
-type run struct {
+// runner is one stress run: its options, the parts it started and what it measured.
+type runner struct {
 	o   Options
 	out io.Writer
 
@@ -112,7 +112,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (Report, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	r := &run{o: opts, out: out, httpClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	r := &runner{o: opts, out: out, httpClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 	r.setPhase("setup")
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return Report{}, fmt.Errorf("stress: output directory: %w", err)
@@ -130,9 +130,9 @@ func Run(ctx context.Context, opts Options, out io.Writer) (Report, error) {
 	return r.execute(ctx)
 }
 
-func (r *run) setPhase(p string) { r.phase.Store(&p) }
+func (r *runner) setPhase(p string) { r.phase.Store(&p) }
 
-func (r *run) getPhase() string {
+func (r *runner) getPhase() string {
 	if p := r.phase.Load(); p != nil {
 		return *p
 	}
@@ -140,7 +140,7 @@ func (r *run) getPhase() string {
 }
 
 // logf writes one timestamped line to run.log.
-func (r *run) logf(format string, args ...any) {
+func (r *runner) logf(format string, args ...any) {
 	r.logMu.Lock()
 	defer r.logMu.Unlock()
 	fmt.Fprintf(r.runLog, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
@@ -148,14 +148,14 @@ func (r *run) logf(format string, args ...any) {
 
 // since returns seconds since the load started (negative before it did; 0 when it has
 // not started).
-func (r *run) since(t time.Time) float64 {
+func (r *runner) since(t time.Time) float64 {
 	if ls := r.loadStart.Load(); ls != nil {
 		return round3(t.Sub(*ls).Seconds())
 	}
 	return 0
 }
 
-func (r *run) execute(ctx context.Context) (Report, error) {
+func (r *runner) execute(ctx context.Context) (Report, error) {
 	r.setupStart = time.Now()
 	o := r.o
 	r.logf("stress run: seed %d, %d masters, %d followers, %d nodes (capacity %d), lease %v fence %v interval %v, rate %v/s for %v, faults %v, enforce tokens %v",
@@ -312,7 +312,7 @@ func faultNames(ks []FaultKind) string {
 }
 
 // setupDatabase starts (or connects to) PostgreSQL, migrates it and installs the audit.
-func (r *run) setupDatabase(ctx context.Context) error {
+func (r *runner) setupDatabase(ctx context.Context) error {
 	if r.o.DatabaseURL == "" {
 		fmt.Fprintln(r.out, "stress: starting a throwaway PostgreSQL ...")
 		// synchronous_commit on: a restart must not lose acknowledged commits (the engine
@@ -393,7 +393,7 @@ const quoteLogin = "stress-quotes"
 
 // setupAccounts creates the masters, followers and links on the simulator and in the
 // database. Every tenth follower copies a second master.
-func (r *run) setupAccounts(ctx context.Context) error {
+func (r *runner) setupAccounts(ctx context.Context) error {
 	o := r.o
 	r.sim = sim.New(sim.Config{Seed: int64(o.Seed), Options: broker.ServerOptions{EnforceTokens: o.EnforceTokens, DedupRequests: o.Dedup}})
 	const server = "stress"
@@ -511,7 +511,7 @@ func parallel(ctx context.Context, n int, jobs []func() error) error {
 }
 
 // setupBroker serves the simulator over the bridge protocol on a loopback port.
-func (r *run) setupBroker() error {
+func (r *runner) setupBroker() error {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return fmt.Errorf("stress: token: %w", err)
@@ -536,7 +536,7 @@ func (r *run) setupBroker() error {
 }
 
 // brokerURL is the nodes' --broker.
-func (r *run) brokerURL() string {
+func (r *runner) brokerURL() string {
 	if r.front != nil {
 		return "fix://" + r.front.Addr()
 	}
@@ -544,7 +544,7 @@ func (r *run) brokerURL() string {
 }
 
 // startNode starts the next node process with its own database proxy.
-func (r *run) startNode() (*nodeProc, error) {
+func (r *runner) startNode() (*nodeProc, error) {
 	r.nodesMu.Lock()
 	r.nextNode++
 	id := fmt.Sprintf("node-%d", r.nextNode)
@@ -582,14 +582,14 @@ func (r *run) startNode() (*nodeProc, error) {
 }
 
 // allNodes returns every node started so far.
-func (r *run) allNodes() []*nodeProc {
+func (r *runner) allNodes() []*nodeProc {
 	r.nodesMu.Lock()
 	defer r.nodesMu.Unlock()
 	return slices.Clone(r.nodes)
 }
 
 // liveNodes returns the nodes that run now (frozen ones included when withFrozen).
-func (r *run) liveNodes(withFrozen bool) []*nodeProc {
+func (r *runner) liveNodes(withFrozen bool) []*nodeProc {
 	var out []*nodeProc
 	for _, n := range r.allNodes() {
 		switch n.getState() {
@@ -605,7 +605,7 @@ func (r *run) liveNodes(withFrozen bool) []*nodeProc {
 }
 
 // waitOwned waits until every follower is owned by a node.
-func (r *run) waitOwned(ctx context.Context, within time.Duration) error {
+func (r *runner) waitOwned(ctx context.Context, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		free, err := r.unowned(ctx)
@@ -631,7 +631,7 @@ func (r *run) waitOwned(ctx context.Context, within time.Duration) error {
 // connected, reconciled), so the load meets a cluster that is ready. When that takes
 // longer than within, the load starts anyway (the run log says so).
 // It reports whether every follower was copying in time.
-func (r *run) waitCopying(ctx context.Context, within time.Duration) (bool, error) {
+func (r *runner) waitCopying(ctx context.Context, within time.Duration) (bool, error) {
 	start := time.Now()
 	deadline := start.Add(within)
 	for {
@@ -657,7 +657,7 @@ func (r *run) waitCopying(ctx context.Context, within time.Duration) (bool, erro
 }
 
 // unowned counts followers without a live lease.
-func (r *run) unowned(ctx context.Context) (int, error) {
+func (r *runner) unowned(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var n int
@@ -679,7 +679,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 // sampleOwnership records how many followers each node owns, every second.
-func (r *run) sampleOwnership(ctx context.Context) {
+func (r *runner) sampleOwnership(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -692,7 +692,7 @@ func (r *run) sampleOwnership(ctx context.Context) {
 	}
 }
 
-func (r *run) sampleOnce(ctx context.Context) {
+func (r *runner) sampleOnce(ctx context.Context) {
 	if r.pool == nil {
 		return
 	}
@@ -727,7 +727,7 @@ func (r *run) sampleOnce(ctx context.Context) {
 }
 
 // lastCounts returns the latest ownership sample's counts.
-func (r *run) lastCounts() map[string]int {
+func (r *runner) lastCounts() map[string]int {
 	r.samplesMu.Lock()
 	defer r.samplesMu.Unlock()
 	if len(r.samples) == 0 {
@@ -737,7 +737,7 @@ func (r *run) lastCounts() map[string]int {
 }
 
 // scrapeNodes reads every live node's /metrics and /proc every two seconds.
-func (r *run) scrapeNodes(ctx context.Context) {
+func (r *runner) scrapeNodes(ctx context.Context) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
@@ -750,7 +750,7 @@ func (r *run) scrapeNodes(ctx context.Context) {
 	}
 }
 
-func (r *run) scrapeAll(ctx context.Context) {
+func (r *runner) scrapeAll(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, n := range r.allNodes() {
 		if !n.alive() {
@@ -768,7 +768,7 @@ func (r *run) scrapeAll(ctx context.Context) {
 
 // converge waits for the quiet period, then until every follower is in line and owned
 // in two checks in a row, or until the convergence bound passes.
-func (r *run) converge(ctx context.Context, loadEnd time.Time) (bool, float64) {
+func (r *runner) converge(ctx context.Context, loadEnd time.Time) (bool, float64) {
 	quietUntil := loadEnd.Add(r.o.Quiet)
 	deadline := loadEnd.Add(r.o.Converge)
 	streak := 0
@@ -801,7 +801,7 @@ func (r *run) converge(ctx context.Context, loadEnd time.Time) (bool, float64) {
 }
 
 // positions reads every account's open positions from the simulator.
-func (r *run) positions(ctx context.Context) (map[string][]broker.Position, error) {
+func (r *runner) positions(ctx context.Context) (map[string][]broker.Position, error) {
 	out := make(map[string][]broker.Position, len(r.masters)+len(r.followers))
 	for _, list := range [][]account{r.masters, r.followers} {
 		for _, a := range list {
@@ -815,7 +815,7 @@ func (r *run) positions(ctx context.Context) (map[string][]broker.Position, erro
 	return out, nil
 }
 
-func (r *run) checkPositions(ctx context.Context) (PositionsResult, error) {
+func (r *runner) checkPositions(ctx context.Context) (PositionsResult, error) {
 	ps, err := r.positions(ctx)
 	if err != nil {
 		return PositionsResult{}, err
@@ -834,7 +834,7 @@ type finalState struct {
 
 // collect reads the final state: the order log, the positions, the audit, and a last
 // metrics scrape.
-func (r *run) collect(ctx context.Context) (finalState, error) {
+func (r *runner) collect(ctx context.Context) (finalState, error) {
 	var f finalState
 	var err error
 	r.sampleOnce(ctx)
@@ -865,7 +865,7 @@ type nodeExit struct {
 }
 
 // stopAllNodes stops every live node cleanly (in parallel) and reports how each ended.
-func (r *run) stopAllNodes() map[string]nodeExit {
+func (r *runner) stopAllNodes() map[string]nodeExit {
 	nodes := r.allNodes()
 	exits := make(map[string]nodeExit, len(nodes))
 	var mu sync.Mutex
@@ -900,7 +900,7 @@ func (r *run) stopAllNodes() map[string]nodeExit {
 
 // teardown stops whatever is still running: node processes, proxies, the bridge, the
 // pool and the throwaway PostgreSQL.
-func (r *run) teardown() {
+func (r *runner) teardown() {
 	for _, n := range r.allNodes() {
 		if n.alive() {
 			_ = n.kill()
