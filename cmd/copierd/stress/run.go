@@ -18,6 +18,7 @@ import (
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/broker/sim/activity"
 	"github.com/snapcopier/copier/broker/sim/fixfront"
+	"github.com/snapcopier/copier/cmd/copierd/setup"
 	"github.com/snapcopier/copier/store/pgcluster"
 )
 
@@ -39,6 +40,7 @@ type runner struct {
 	runLog   *os.File
 	faultLog *os.File
 
+	db         *setup.Database // cluster, dbURL, pgAddr and pool come from it
 	cluster    *pgcluster.Cluster
 	dbURL      string
 	pgAddr     string
