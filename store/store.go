@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -92,4 +93,14 @@ func ParseConfig(url string, o Options) (*pgxpool.Config, error) {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
 	return cfg, nil
+}
+
+// UniqueViolation reports whether err is a unique-constraint violation, and which
+// constraint ("trading_accounts_pkey", "copy_links_master_id_follower_id_key", ...).
+func UniqueViolation(err error) (constraint string, ok bool) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return pe.ConstraintName, true
+	}
+	return "", false
 }
