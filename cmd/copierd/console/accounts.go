@@ -551,18 +551,12 @@ func (s *Server) accountNewSubmit(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var fe fieldErrs
 	in := accountFromForm(r, &fe, true)
-	if fe.any() {
-		fe.merge(s.validateAccount(in, true, 0)) // show every problem at once
-		s.accountFormBack(ctx, w, r, http.StatusUnprocessableEntity, in, fe, true, false, 0)
-		return
-	}
-	id, err := s.createAccount(ctx, principalOf(r).Name, in)
-	if err != nil {
-		oe := asOpError(err)
-		s.accountFormBack(ctx, w, r, oe.kind.status(), in, oe.fields, true, false, 0)
-		return
-	}
-	http.Redirect(w, r, "/accounts/"+strconv.FormatInt(id, 10)+"?done=created", http.StatusSeeOther)
+	formWrite(w, r, fe, func() fieldErrs { return s.validateAccount(in, true, 0) },
+		func(user string) (string, error) {
+			id, err := s.createAccount(ctx, user, in)
+			return "/accounts/" + strconv.FormatInt(id, 10) + "?done=created", err
+		},
+		func(status int, fe fieldErrs) { s.accountFormBack(ctx, w, r, status, in, fe, true, false, 0) })
 }
 
 // accountEditPage serves GET /accounts/{id}/edit.
@@ -603,10 +597,11 @@ func (s *Server) accountEditSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	var fe fieldErrs
 	in := accountFromForm(r, &fe, false)
-	if err := s.updateAccount(ctx, principalOf(r).Name, id, in); err != nil {
-		oe := asOpError(err)
-		s.accountFormBack(ctx, w, r, oe.kind.status(), in, oe.fields, false, a.HasCredentials, id)
-		return
-	}
-	http.Redirect(w, r, "/accounts/"+strconv.FormatInt(id, 10)+"?done=saved", http.StatusSeeOther)
+	formWrite(w, r, fe, func() fieldErrs { return s.validateAccount(in, false, id) },
+		func(user string) (string, error) {
+			return "/accounts/" + strconv.FormatInt(id, 10) + "?done=saved", s.updateAccount(ctx, user, id, in)
+		},
+		func(status int, fe fieldErrs) {
+			s.accountFormBack(ctx, w, r, status, in, fe, false, a.HasCredentials, id)
+		})
 }

@@ -423,18 +423,14 @@ func (s *Server) linkNewSubmit(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var fe fieldErrs
 	in := linkFromForm(r, &fe, true)
-	if fe.any() {
-		shape, _ := validateLinkShape(in, true, store.LinkRow{})
-		fe.merge(shape) // show every problem at once
-		s.linkFormBack(w, r, http.StatusUnprocessableEntity, fe, true, store.LinkRow{})
-		return
-	}
-	if _, err := s.createLink(ctx, principalOf(r).Name, in); err != nil {
-		oe := asOpError(err)
-		s.linkFormBack(w, r, oe.kind.status(), oe.fields, true, store.LinkRow{})
-		return
-	}
-	http.Redirect(w, r, "/accounts/"+strconv.FormatInt(*in.FollowerID, 10)+"?done=created", http.StatusSeeOther)
+	formWrite(w, r, fe, func() fieldErrs { shape, _ := validateLinkShape(in, true, store.LinkRow{}); return shape },
+		func(user string) (string, error) {
+			if _, err := s.createLink(ctx, user, in); err != nil {
+				return "", err // in.FollowerID may be nil
+			}
+			return "/accounts/" + strconv.FormatInt(*in.FollowerID, 10) + "?done=created", nil
+		},
+		func(status int, fe fieldErrs) { s.linkFormBack(w, r, status, fe, true, store.LinkRow{}) })
 }
 
 // linkEditPage serves GET /links/{id}/edit.
@@ -484,16 +480,9 @@ func (s *Server) linkEditSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	var fe fieldErrs
 	in := linkFromForm(r, &fe, false)
-	if fe.any() {
-		shape, _ := validateLinkShape(in, false, cur)
-		fe.merge(shape)
-		s.linkFormBack(w, r, http.StatusUnprocessableEntity, fe, false, cur)
-		return
-	}
-	if err := s.updateLink(ctx, principalOf(r).Name, cur, in); err != nil {
-		oe := asOpError(err)
-		s.linkFormBack(w, r, oe.kind.status(), oe.fields, false, cur)
-		return
-	}
-	http.Redirect(w, r, "/accounts/"+strconv.FormatInt(cur.FollowerID, 10)+"?done=saved", http.StatusSeeOther)
+	formWrite(w, r, fe, func() fieldErrs { shape, _ := validateLinkShape(in, false, cur); return shape },
+		func(user string) (string, error) {
+			return "/accounts/" + strconv.FormatInt(cur.FollowerID, 10) + "?done=saved", s.updateLink(ctx, user, cur, in)
+		},
+		func(status int, fe fieldErrs) { s.linkFormBack(w, r, status, fe, false, cur) })
 }

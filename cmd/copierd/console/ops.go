@@ -110,3 +110,24 @@ func apiWrite[In any](w http.ResponseWriter, r *http.Request, status int,
 	}
 	answer(ctx, w, id, status)
 }
+
+// formWrite is the skeleton of the HTML create and update handlers. fe holds what reading
+// the form found (a number field that is not a number); then shape, the operation's own
+// checks, adds every other problem so that all show at once, and nothing runs. Otherwise
+// op runs as the request's user: a refusal shows the form again (back) with its status,
+// a success redirects to the page op names.
+func formWrite(w http.ResponseWriter, r *http.Request, fe fieldErrs, shape func() fieldErrs,
+	op func(user string) (next string, err error), back func(status int, fe fieldErrs)) {
+	if fe.any() {
+		fe.merge(shape())
+		back(http.StatusUnprocessableEntity, fe)
+		return
+	}
+	next, err := op(principalOf(r).Name)
+	if err != nil {
+		oe := asOpError(err)
+		back(oe.kind.status(), oe.fields)
+		return
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
