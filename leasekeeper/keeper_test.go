@@ -19,7 +19,7 @@ import (
 	"github.com/snapcopier/copier/store"
 )
 
-// The LeaseKeeper's rules (DESIGN §4) checked on the actor itself, with an injected clock
+// The LeaseKeeper's rules (docs/design.md §1–2) checked on the actor itself, with an injected clock
 // and a fake cycle the test answers: nothing here waits on real time.
 
 var keeperTiming = Config{Lease: 60 * time.Second, Fence: 15 * time.Second, Interval: time.Hour}

@@ -1,7 +1,7 @@
 // Package leasekeeper holds the node's lease arithmetic and the gate that every order
 // passes, and (in the engine) the LeaseKeeper actor that runs one lease cycle per interval.
 //
-// The rule (DESIGN §4, the seed): read the clock before the cycle's transaction begins
+// The rule (docs/design.md §2): read the clock before the cycle's transaction begins
 // (started); after a successful cycle, trust ownership until started + lease − fence. The
 // database wrote lease_until = now() + lease at some moment after started, so the node
 // stops at least fence before any other node can claim. Only elapsed time on the node's
@@ -12,7 +12,7 @@
 //
 // A gate check returns a Ticket: the epoch and the absolute end of the trust, read
 // together once. An order's token, its context deadline and the absolute deadline it
-// carries to the trade server all derive from one ticket's end (DESIGN §5): a pause after
+// carries to the trade server all derive from one ticket's end (docs/design.md §3): a pause after
 // the check shortens them and never moves them past the trust's end. The receiver refuses a request whose
 // deadline has passed by its own clock, which is safe while fence > clock skew + drift
 // (Config.Validate).
@@ -54,7 +54,7 @@ type Config struct {
 	// ClockSkew is the most the clocks of this node and of the trade servers (or bridges)
 	// that check an order's deadline may disagree. A receiver refuses an order whose
 	// deadline has passed by its own clock, which is safe while
-	// fence > clock skew + clock drift over one lease (DESIGN §5).
+	// fence > clock skew + clock drift over one lease (docs/design.md §3).
 	ClockSkew time.Duration
 }
 
@@ -93,7 +93,7 @@ func (c Config) Validate() error {
 // Trust is how long a successful cycle lets the node act: lease − fence.
 func (c Config) Trust() time.Duration { return c.Lease - c.Fence }
 
-// CycleDeadline bounds one cycle to ¾ of the trust it would grant (DESIGN §4: shorter than
+// CycleDeadline bounds one cycle to ¾ of the trust it would grant (docs/design.md §2: shorter than
 // lease − fence): a cycle that ends at its deadline still leaves a quarter of the trust,
 // and a hung cycle cannot hold row locks for long.
 func (c Config) CycleDeadline() time.Duration { return c.Trust() * 3 / 4 }

@@ -73,7 +73,7 @@ type CycleResult struct {
 // ErrBadCycle reports an invalid CycleRequest.
 var ErrBadCycle = errors.New("store: invalid lease cycle request")
 
-// LeaseCycle runs one lease cycle in one transaction (DESIGN §4):
+// LeaseCycle runs one lease cycle in one transaction (docs/design.md §1):
 //  1. renew this process's leases by (id, lease_epoch), and release those on accounts
 //     that were switched off, in one statement;
 //  3. claim free or expired followers of the platform up to the fair share (and free

@@ -50,12 +50,32 @@ func Migrations() ([]Migration, error) {
 		out = append(out, Migration{Version: v, Name: name, SQL: string(body)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	for i := 1; i < len(out); i++ {
-		if out[i].Version == out[i-1].Version {
-			return nil, fmt.Errorf("store: two migrations with version %d", out[i].Version)
-		}
+	if err := checkNumbering(out); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// numberedWithoutGapsFrom is the first version from which migrations are numbered without
+// gaps. Versions 5 and 6 were never shipped; databases that applied 7 and later exist, so
+// the old gap stays and the rule holds going forward.
+const numberedWithoutGapsFrom = 7
+
+// checkNumbering refuses two migrations with one version and, from
+// numberedWithoutGapsFrom on, a version that is not the previous one plus one: a skipped
+// number is a migration lost in a merge or a rename. migs is sorted by version.
+func checkNumbering(migs []Migration) error {
+	for i := 1; i < len(migs); i++ {
+		prev, cur := migs[i-1], migs[i]
+		switch {
+		case cur.Version == prev.Version:
+			return fmt.Errorf("store: migrations %s and %s share version %d", prev.Name, cur.Name, cur.Version)
+		case cur.Version > numberedWithoutGapsFrom && cur.Version != prev.Version+1:
+			return fmt.Errorf("store: migration %s follows %s: versions from %d on are numbered without gaps (want %d)",
+				cur.Name, prev.Name, numberedWithoutGapsFrom, prev.Version+1)
+		}
+	}
+	return nil
 }
 
 // ErrMagicClash: links into one follower share a magic number, which the schema forbids

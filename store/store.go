@@ -6,6 +6,9 @@
 // lease_until, lease_epoch). A lease cycle releases, renews and claims in one transaction
 // (LeaseCycle); status and ticket-map writes carry node_id and lease_epoch in their WHERE
 // so a node that lost an account cannot overwrite what the new owner wrote.
+//
+// Migrations live in migrations/NNNN_name.sql; from version 7 on they are numbered without
+// gaps or shared numbers (the next one is the last plus one), which Migrations checks.
 package store
 
 import (
@@ -15,6 +18,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -89,4 +93,14 @@ func ParseConfig(url string, o Options) (*pgxpool.Config, error) {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
 	return cfg, nil
+}
+
+// UniqueViolation reports whether err is a unique-constraint violation, and which
+// constraint ("trading_accounts_pkey", "copy_links_master_id_follower_id_key", ...).
+func UniqueViolation(err error) (constraint string, ok bool) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return pe.ConstraintName, true
+	}
+	return "", false
 }

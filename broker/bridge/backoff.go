@@ -1,28 +1,23 @@
 package bridge
 
 import (
-	"math/rand/v2"
 	"time"
+
+	"github.com/snapcopier/copier/internal/backoff"
 )
 
-// backoff yields exponentially growing, jittered waits between min and max. Each wait is
-// drawn uniformly from [d/2, d] where d doubles per attempt up to max, so clients that
-// lost one server together do not come back in lockstep.
-type backoff struct {
+// reconnects counts a client's failed reconnection attempts; the waits between them follow
+// the node's one backoff rule (internal/backoff), jittered so that clients that lost one
+// server together do not come back in lockstep.
+type reconnects struct {
 	min, max time.Duration
 	attempt  int
 }
 
-func (b *backoff) next() time.Duration {
-	d := b.max
-	if b.attempt < 32 {
-		if e := b.min << b.attempt; e > 0 && e < b.max {
-			d = e
-		}
-	}
+// next is the wait before the next attempt: doubling from min to max, drawn from [d/2, d].
+func (b *reconnects) next() time.Duration {
 	b.attempt++
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return backoff.Jitter(backoff.Delay(b.attempt, b.min, b.max))
 }
 
-func (b *backoff) reset() { b.attempt = 0 }
+func (b *reconnects) reset() { b.attempt = 0 }

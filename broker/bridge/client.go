@@ -212,7 +212,7 @@ func (c *Client) connEnded(cc *clientConn) {
 // exponential backoff, until Close.
 func (c *Client) reconnectLoop(cc *clientConn) {
 	defer c.wg.Done()
-	bo := backoff{min: c.opts.ReconnectMin, max: c.opts.ReconnectMax}
+	bo := reconnects{min: c.opts.ReconnectMin, max: c.opts.ReconnectMax}
 	for {
 		select {
 		case <-cc.done:

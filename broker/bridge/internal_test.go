@@ -219,7 +219,7 @@ func TestAbandonedConnectIsClosed(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
-	b := backoff{min: 100 * time.Millisecond, max: time.Second}
+	b := reconnects{min: 100 * time.Millisecond, max: time.Second}
 	ceilings := []time.Duration{100, 200, 400, 800, 1000, 1000}
 	for i, ceil := range ceilings {
 		ceil *= time.Millisecond

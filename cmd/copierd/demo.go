@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,10 +21,11 @@ import (
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/broker/sim/activity"
 	"github.com/snapcopier/copier/broker/sim/fixfront"
+	"github.com/snapcopier/copier/cmd/copierd/setup"
+	"github.com/snapcopier/copier/cmd/copierd/stress"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
-	"github.com/snapcopier/copier/store/pgcluster"
 )
 
 // demoSynopsis is the help text of the command.
@@ -195,46 +194,38 @@ func (d *demo) run(ctx context.Context) (code int) {
 		return exitFailure
 	}
 
-	dbURL := d.f.dbURL
-	if dbURL == "" {
+	if d.f.dbURL == "" {
 		d.printf("starting a throwaway PostgreSQL ...")
-		cl, err := pgcluster.Start(ctx, pgcluster.Options{})
-		if err != nil {
-			if ctx.Err() != nil {
-				return interrupted("starting PostgreSQL")
-			}
-			return fail(err)
-		}
-		defer func() {
-			if err := cl.Stop(); err != nil {
-				fmt.Fprintf(d.errOut, "copierd demo: stopping PostgreSQL: %s\n", oneLine(err))
-			} else {
-				d.printf("PostgreSQL stopped; its temporary data was removed")
-			}
-		}()
-		dbURL = cl.URL("postgres")
-		d.printf("PostgreSQL is up on %s (data in %s)", cl.Addr(), cl.Dir())
 	}
-
-	d.dbURL = dbURL
-	pool, err := d.openPool(ctx, dbURL, "copierd-demo", 4)
+	db, err := setup.OpenDatabase(ctx, setup.DatabaseOptions{URL: d.f.dbURL, App: "copierd-demo", MaxConns: 4})
 	if err != nil {
+		if ctx.Err() != nil && d.f.dbURL == "" {
+			return interrupted("starting PostgreSQL")
+		}
 		return fail(err)
 	}
-	defer pool.Close()
-	d.pool = pool
-	if err := waitForDatabase(ctx, d.log, pool, true); err != nil {
+	defer func() {
+		err := db.Close()
+		switch {
+		case db.Cluster == nil:
+		case err != nil:
+			fmt.Fprintf(d.errOut, "copierd demo: stopping PostgreSQL: %s\n", oneLine(err))
+		default:
+			d.printf("PostgreSQL stopped; its temporary data was removed")
+		}
+	}()
+	if db.Cluster != nil {
+		d.printf("PostgreSQL is up on %s (data in %s)", db.Addr, db.Cluster.Dir())
+	}
+	d.dbURL, d.pool = db.URL, db.Pool
+	if err := waitForDatabase(ctx, d.log, d.pool, true); err != nil {
 		if ctx.Err() != nil {
 			return interrupted("waiting for the database")
 		}
 		return fail(err)
 	}
-	existing, err := store.Leases(ctx, pool, nil)
-	if err != nil {
+	if err := setup.RequireNoFollowers(ctx, d.pool, "the demo"); err != nil {
 		return fail(err)
-	}
-	if len(existing) > 0 {
-		return fail(fmt.Errorf("the database already holds %d follower accounts; the demo needs an empty one (omit --database-url for a throwaway PostgreSQL)", len(existing)))
 	}
 
 	if d.console, err = newDemoConsole(); err != nil {
@@ -396,73 +387,42 @@ func (d *demo) openPool(ctx context.Context, url, app string, maxConns int32) (*
 	return store.OpenConfig(ctx, cfg)
 }
 
-// demoSizings are the link settings the demo gives its followers, in turn, and their
-// labels.
-func demoSizings() []struct {
-	label    string
-	settings reconcile.Settings
-} {
-	mk := func(mode reconcile.SizingMode, multiplier, fixed float64) reconcile.Settings {
-		s := reconcile.DefaultSettings()
-		s.Sizing.Mode = mode
-		s.Sizing.Multiplier = multiplier
-		s.Sizing.FixedLot = fixed
-		return s
-	}
-	return []struct {
-		label    string
-		settings reconcile.Settings
-	}{
-		{"lot multiplier ×1", mk(reconcile.SizeLotMultiplier, 1, 0)},
-		{"fixed lot 0.1", mk(reconcile.SizeFixedLot, 1, 0.1)},
-		{"balance ratio", mk(reconcile.SizeBalanceRatio, 1, 0)},
-		{"equity ratio", mk(reconcile.SizeEquityRatio, 1, 0)},
-		{"lot multiplier ×2", mk(reconcile.SizeLotMultiplier, 2, 0)},
-	}
+// demoSizings are the sizings the demo's followers get in turn: the mixed modes and a
+// doubling lot multiplier.
+func demoSizings() []setup.Sizing {
+	return setup.MixedSizings(setup.Sizing{Label: "lot multiplier ×2", Mode: reconcile.SizeLotMultiplier, Multiplier: 2})
 }
 
 // createAccounts creates the masters, the followers and their links in the database and
-// on the simulator.
+// on the simulator: follower i copies master i mod --masters, with the sizings in turn
+// per round of masters.
 func (d *demo) createAccounts(ctx context.Context) error {
-	const server = "demo"
-	for i := 1; i <= d.f.masters; i++ {
-		m := demoMaster{id: int64(i), login: fmt.Sprintf("master-%d", i)}
-		if err := store.CreateAccount(ctx, d.pool, store.Account{ID: m.id, Platform: "sim", Role: store.RoleMaster, Enabled: true, Login: m.login, Server: server}); err != nil {
-			return err
-		}
-		if err := d.sim.Provision(ctx, broker.AccountSpec{Login: m.login, Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging}); err != nil {
-			return err
-		}
-		d.masters = append(d.masters, m)
-	}
 	sizings := demoSizings()
+	sizingOf := func(i int) int { return ((i - 1) / d.f.masters) % len(sizings) }
+	world, err := setup.Create(ctx, d.pool, d.sim, setup.Plan{Platform: "sim", Server: "demo", Currency: "USD",
+		Masters: d.f.masters, Followers: d.f.followers, MasterBalance: 100_000,
+		FollowerBalance: func(i int) float64 { return 50_000 + 25_000*float64(i%3) },
+		Links: func(i int) []setup.LinkPlan {
+			mi := (i - 1) % d.f.masters
+			return []setup.LinkPlan{{Master: mi, Magic: 7000 + int64(mi+1), Settings: sizings[sizingOf(i)].Settings(false)}}
+		}})
+	if err != nil {
+		return err
+	}
+	for _, m := range world.Masters {
+		d.masters = append(d.masters, demoMaster{id: m.ID, login: m.Login})
+	}
+	for _, l := range world.Links { // one per follower, in follower order
+		d.followers = append(d.followers, demoFollower{id: l.Follower.ID, login: l.Follower.Login, master: l.Master, magic: l.Magic, settings: l.Settings})
+	}
 	perMode := make([]int, len(sizings))
 	for i := 1; i <= d.f.followers; i++ {
-		mi := (i - 1) % len(d.masters)
-		si := ((i - 1) / len(d.masters)) % len(sizings)
-		fl := demoFollower{id: 1_000_000 + int64(i), login: fmt.Sprintf("follower-%d", i), master: mi,
-			magic: 7000 + d.masters[mi].id, settings: sizings[si].settings}
-		if err := store.CreateAccount(ctx, d.pool, store.Account{ID: fl.id, Platform: "sim", Role: store.RoleFollower, Enabled: true, Login: fl.login, Server: server}); err != nil {
-			return err
-		}
-		balance := 50_000 + 25_000*float64(i%3)
-		if err := d.sim.Provision(ctx, broker.AccountSpec{Login: fl.login, Currency: "USD", Balance: balance, Leverage: 100, Mode: broker.Hedging}); err != nil {
-			return err
-		}
-		js, err := json.Marshal(fl.settings)
-		if err != nil {
-			return fmt.Errorf("link settings: %w", err)
-		}
-		if _, err := store.CreateLink(ctx, d.pool, store.Link{MasterID: d.masters[mi].id, FollowerID: fl.id, Enabled: true, Magic: fl.magic, Settings: js}); err != nil {
-			return err
-		}
-		perMode[si]++
-		d.followers = append(d.followers, fl)
+		perMode[sizingOf(i)]++
 	}
 	var modes []string
 	for i, s := range sizings {
 		if perMode[i] > 0 {
-			modes = append(modes, fmt.Sprintf("%d %s", perMode[i], s.label))
+			modes = append(modes, fmt.Sprintf("%d %s", perMode[i], s.Label))
 		}
 	}
 	d.printf("created %d masters and %d followers (links: %s)", len(d.masters), len(d.followers), strings.Join(modes, ", "))
@@ -641,19 +601,16 @@ func (v verdict) print(w io.Writer) {
 func (d *demo) check() verdict {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	masterPos := make([]map[int64]broker.Position, len(d.masters))
+	masterPos := make([][]broker.Position, len(d.masters))
 	v := verdict{followers: len(d.followers)}
 	stopped := d.stoppedOut(ctx)
 	v.stopOuts = stopOutLine(stopped)
 	for i, m := range d.masters {
 		ps, err := d.sim.AccountPositions(ctx, m.login)
-		masterPos[i] = map[int64]broker.Position{}
 		if err != nil {
 			continue
 		}
-		for _, p := range ps {
-			masterPos[i][p.Ticket] = p
-		}
+		masterPos[i] = ps
 		v.masterPositions += len(ps)
 	}
 	for _, f := range d.followers {
@@ -672,7 +629,7 @@ func (d *demo) check() verdict {
 			v.inLine++
 			continue
 		}
-		if why := followerProblem(f, ps, masterPos[f.master]); why != "" {
+		if why := followerProblem(f, d.masters[f.master].login, ps, masterPos[f.master]); why != "" {
 			v.problems = append(v.problems, fmt.Sprintf("follower %d (%s, master %d): %s", f.id, f.settings.Sizing.Mode, d.masters[f.master].id, why))
 			continue
 		}
@@ -681,48 +638,40 @@ func (d *demo) check() verdict {
 	return v
 }
 
-// followerProblem returns what is wrong with one follower's positions, or "".
-func followerProblem(f demoFollower, ps []broker.Position, masters map[int64]broker.Position) string {
-	copies := map[int64]int{}
+// followerProblem returns what is wrong with one follower's positions, or "": the
+// stress tool's check (exactly one copy per open master position, none of a closed one,
+// by the link's magic and the mc<ticket> marker), then each copy's side, symbol, SL and
+// TP, and for lot-multiplier links the master's volume times the multiplier. Copies of
+// other modes need a positive volume (their size depends on balances at the time).
+func followerProblem(f demoFollower, master string, ps, masterPs []broker.Position) string {
+	res := stress.CheckPositions([]stress.CheckLink{{Master: master, Follower: f.login, Magic: f.magic}},
+		map[string][]broker.Position{master: masterPs, f.login: ps})
+	if !res.Clean() {
+		i := res.Issues[0]
+		if i.FollowerTicket != 0 {
+			return fmt.Sprintf("position %d: %s", i.FollowerTicket, i.Detail)
+		}
+		return fmt.Sprintf("master ticket %d: %s", i.MasterTicket, i.Detail)
+	}
+	open := make(map[int64]broker.Position, len(masterPs))
+	for _, p := range masterPs {
+		open[p.Ticket] = p
+	}
 	for _, p := range ps {
-		if p.Magic != f.magic {
-			return fmt.Sprintf("position %d has magic %d, not the link's %d", p.Ticket, p.Magic, f.magic)
-		}
-		mt, ok := reconcile.ParseMarker(p.Comment)
-		if !ok {
-			return fmt.Sprintf("position %d has no copy marker (comment %q)", p.Ticket, p.Comment)
-		}
-		copies[mt]++
-		mp, open := masters[mt]
-		if !open {
-			return fmt.Sprintf("position %d copies master ticket %d, which is closed", p.Ticket, mt)
-		}
-		if p.Side != mp.Side || p.Symbol != mp.Symbol {
+		mt, _ := reconcile.ParseMarker(p.Comment) // the check above read it
+		mp := open[mt]
+		switch {
+		case p.Side != mp.Side || p.Symbol != mp.Symbol:
 			return fmt.Sprintf("position %d is %s %s, master ticket %d is %s %s", p.Ticket, p.Side, p.Symbol, mt, mp.Side, mp.Symbol)
-		}
-		if p.SL != mp.SL || p.TP != mp.TP {
+		case p.SL != mp.SL || p.TP != mp.TP:
 			return fmt.Sprintf("position %d has SL/TP %v/%v, master ticket %d has %v/%v", p.Ticket, p.SL, p.TP, mt, mp.SL, mp.TP)
-		}
-		if f.settings.Sizing.Mode == reconcile.SizeLotMultiplier {
+		case f.settings.Sizing.Mode == reconcile.SizeLotMultiplier:
 			want := reconcile.RoundDownToStep(mp.Volume*f.settings.Sizing.Multiplier, 0.01)
 			if math.Abs(p.Volume-want) > 1e-9 {
 				return fmt.Sprintf("position %d has %v lots, want %v (master ticket %d: %v × %v)", p.Ticket, p.Volume, want, mt, mp.Volume, f.settings.Sizing.Multiplier)
 			}
-		} else if !(p.Volume > 0) {
+		case !(p.Volume > 0):
 			return fmt.Sprintf("position %d has volume %v", p.Ticket, p.Volume)
-		}
-	}
-	tickets := make([]int64, 0, len(masters))
-	for t := range masters {
-		tickets = append(tickets, t)
-	}
-	sort.Slice(tickets, func(i, j int) bool { return tickets[i] < tickets[j] })
-	for _, t := range tickets {
-		switch n := copies[t]; {
-		case n == 0:
-			return fmt.Sprintf("no copy of master ticket %d", t)
-		case n > 1:
-			return fmt.Sprintf("%d copies of master ticket %d", n, t)
 		}
 	}
 	return ""

@@ -364,18 +364,18 @@ func (s *Server) apiAccountJournal(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// createAccount validates and inserts an account. On failure it returns the status and
-// the field errors; nothing is written.
-func (s *Server) createAccount(ctx context.Context, r *http.Request, in *accountInput) (int64, int, fieldErrs) {
+// createAccount validates and inserts an account for user; on refusal (an *opError)
+// nothing is written.
+func (s *Server) createAccount(ctx context.Context, user string, in *accountInput) (int64, error) {
 	fe := s.validateAccount(in, true, 0)
 	if fe.any() {
-		return 0, http.StatusUnprocessableEntity, fe
+		return 0, refused(refusedInvalid, fe)
 	}
 	sealed, err := s.sealPassword(in)
 	if err != nil {
 		s.log.Error().Err(err).Msg("console: sealing a password failed")
 		fe.add("password", "could not be sealed (logged)")
-		return 0, http.StatusInternalServerError, fe
+		return 0, refused(refusedInternal, fe)
 	}
 	a := store.Account{ID: *in.ID, Platform: *in.Platform, Role: store.Role(*in.Role), Enabled: in.Enabled == nil || *in.Enabled,
 		Login: *in.Login, Credentials: sealed}
@@ -390,34 +390,33 @@ func (s *Server) createAccount(ctx context.Context, r *http.Request, in *account
 	}
 	if err := store.CreateAccount(ctx, s.opts.Pool, a); err != nil {
 		if fe, ok := accountConflict(err, a.ID); ok {
-			return 0, http.StatusConflict, fe
+			return 0, refused(refusedConflict, fe)
 		}
-		status, msg := s.storeFailure(err, "account")
-		fe.add("id", msg)
-		return 0, status, fe
+		return 0, s.storeRefused(err, "account", "id")
 	}
-	s.log.Info().Str("user", principalOf(r).Name).Int64("account", a.ID).Str("role", string(a.Role)).Str("platform", a.Platform).
+	s.log.Info().Str("user", user).Int64("account", a.ID).Str("role", string(a.Role)).Str("platform", a.Platform).
 		Bool("credentials", len(sealed) > 0).Msg("console: account created")
-	return a.ID, http.StatusCreated, fe
+	return a.ID, nil
 }
 
-// updateAccount validates and applies an account edit.
-func (s *Server) updateAccount(ctx context.Context, r *http.Request, id int64, in *accountInput) (int, fieldErrs) {
+// updateAccount validates and applies user's edit of account id; on refusal (an
+// *opError) nothing is written.
+func (s *Server) updateAccount(ctx context.Context, user string, id int64, in *accountInput) error {
 	fe := s.validateAccount(in, false, id)
 	if fe.any() {
-		return http.StatusUnprocessableEntity, fe
+		return refused(refusedInvalid, fe)
 	}
 	if in.CloseOnly != nil && *in.CloseOnly != "" && in.Role == nil {
 		if cur, err := store.GetAccountRow(ctx, s.opts.Pool, id); err == nil && cur.Role == store.RoleMaster {
 			fe.add("close_only", "applies to followers only")
-			return http.StatusUnprocessableEntity, fe
+			return refused(refusedInvalid, fe)
 		}
 	}
 	sealed, err := s.sealPassword(in)
 	if err != nil {
 		s.log.Error().Err(err).Msg("console: sealing a password failed")
 		fe.add("password", "could not be sealed (logged)")
-		return http.StatusInternalServerError, fe
+		return refused(refusedInternal, fe)
 	}
 	u := store.AccountUpdate{ID: id, Platform: in.Platform, Enabled: in.Enabled, Login: in.Login, Server: in.Server,
 		SetCredentials: in.ClearPassword || len(sealed) > 0, Credentials: sealed, CloseOnly: in.CloseOnly, FIX: in.FIX}
@@ -429,43 +428,29 @@ func (s *Server) updateAccount(ctx context.Context, r *http.Request, id int64, i
 		switch {
 		case errors.Is(err, store.ErrRoleInUse):
 			fe.add("role", strings.TrimPrefix(err.Error(), store.ErrRoleInUse.Error()+": ")+": its links need its current role")
-			return http.StatusConflict, fe
+			return refused(refusedConflict, fe)
 		case errors.Is(err, store.ErrNotFound):
 			fe.add("id", "account not found")
-			return http.StatusNotFound, fe
+			return refused(refusedNotFound, fe)
 		}
 		if cf, ok := accountConflict(err, id); ok {
-			return http.StatusConflict, cf
+			return refused(refusedConflict, cf)
 		}
-		status, msg := s.storeFailure(err, "account")
-		fe.add("id", msg)
-		return status, fe
+		return s.storeRefused(err, "account", "id")
 	}
-	ev := s.log.Info().Str("user", principalOf(r).Name).Int64("account", id)
+	ev := s.log.Info().Str("user", user).Int64("account", id)
 	if in.ClearPassword {
 		ev = ev.Str("credentials", "cleared")
 	} else if len(sealed) > 0 {
 		ev = ev.Str("credentials", "replaced")
 	}
 	ev.Msg("console: account updated")
-	return http.StatusOK, fe
+	return nil
 }
 
 // apiAccountCreate serves POST /api/accounts.
 func (s *Server) apiAccountCreate(w http.ResponseWriter, r *http.Request) {
-	var in accountInput
-	if err := decodeJSON(r, &in); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	ctx, cancel := reqCtx(r)
-	defer cancel()
-	id, status, fe := s.createAccount(ctx, r, &in)
-	if fe.any() {
-		writeJSON(w, status, fe.apiError())
-		return
-	}
-	s.writeAccount(ctx, w, id, http.StatusCreated)
+	apiWrite(w, r, http.StatusCreated, s.createAccount, s.writeAccount)
 }
 
 // apiAccountUpdate serves PATCH /api/accounts/{id}.
@@ -475,19 +460,9 @@ func (s *Server) apiAccountUpdate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "account id must be a positive integer")
 		return
 	}
-	var in accountInput
-	if err := decodeJSON(r, &in); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	ctx, cancel := reqCtx(r)
-	defer cancel()
-	status, fe := s.updateAccount(ctx, r, id, &in)
-	if fe.any() {
-		writeJSON(w, status, fe.apiError())
-		return
-	}
-	s.writeAccount(ctx, w, id, http.StatusOK)
+	apiWrite(w, r, http.StatusOK, func(ctx context.Context, user string, in *accountInput) (int64, error) {
+		return id, s.updateAccount(ctx, user, id, in)
+	}, s.writeAccount)
 }
 
 // writeAccount answers with an account's current row.
@@ -503,15 +478,6 @@ func (s *Server) writeAccount(ctx context.Context, w http.ResponseWriter, id int
 		w.Header().Set("Location", "/api/accounts/"+strconv.FormatInt(id, 10))
 	}
 	writeJSON(w, status, newAccountJSON(a, v.Live))
-}
-
-// withDone adds done=<what> to a local URL.
-func withDone(u, done string) string {
-	sep := "?"
-	if strings.Contains(u, "?") {
-		sep = "&"
-	}
-	return u + sep + "done=" + done
 }
 
 // accountForm is the account form's data.
@@ -540,25 +506,6 @@ func (s *Server) accountNewPage(w http.ResponseWriter, r *http.Request) {
 	s.renderPage(w, r, http.StatusOK, "account_form", "New account", "accounts", f)
 }
 
-// formInt parses an integer form field; an empty field is nil.
-func formInt(fe *fieldErrs, field, v string) *int64 {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		fe.add(field, "must be a whole number")
-		return nil
-	}
-	return &n
-}
-
-func formStr(r *http.Request, field string) *string {
-	v := r.PostFormValue(field)
-	return &v
-}
-
 // accountFromForm reads the account form. The password is taken only when typed.
 func accountFromForm(r *http.Request, fe *fieldErrs, create bool) *accountInput {
 	in := &accountInput{Role: formStr(r, "role"), Platform: formStr(r, "platform"), Login: formStr(r, "login"), Server: formStr(r, "server"),
@@ -566,7 +513,7 @@ func accountFromForm(r *http.Request, fe *fieldErrs, create bool) *accountInput 
 			SenderSubID: r.PostFormValue("fix_sender_sub_id"), TargetCompID: r.PostFormValue("fix_target_comp_id"),
 			TargetSubID: r.PostFormValue("fix_target_sub_id"), Username: r.PostFormValue("fix_username"),
 			Dialect: r.PostFormValue("fix_dialect")}}
-	on := r.PostFormValue("enabled") == "on" || r.PostFormValue("enabled") == "true"
+	on := formChecked(r, "enabled")
 	in.Enabled = &on
 	if create {
 		in.ID = formInt(fe, "id", r.PostFormValue("id"))
@@ -598,30 +545,18 @@ func (s *Server) accountFormBack(ctx context.Context, w http.ResponseWriter, r *
 	s.renderPage(w, r, status, "account_form", title, "accounts", f)
 }
 
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
 // accountNewSubmit serves POST /accounts/new.
 func (s *Server) accountNewSubmit(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := reqCtx(r)
 	defer cancel()
 	var fe fieldErrs
 	in := accountFromForm(r, &fe, true)
-	if fe.any() {
-		fe.merge(s.validateAccount(in, true, 0)) // show every problem at once
-		s.accountFormBack(ctx, w, r, http.StatusUnprocessableEntity, in, fe, true, false, 0)
-		return
-	}
-	id, status, fe := s.createAccount(ctx, r, in)
-	if fe.any() {
-		s.accountFormBack(ctx, w, r, status, in, fe, true, false, 0)
-		return
-	}
-	http.Redirect(w, r, "/accounts/"+strconv.FormatInt(id, 10)+"?done=created", http.StatusSeeOther)
+	formWrite(w, r, fe, func() fieldErrs { return s.validateAccount(in, true, 0) },
+		func(user string) (string, error) {
+			id, err := s.createAccount(ctx, user, in)
+			return "/accounts/" + strconv.FormatInt(id, 10) + "?done=created", err
+		},
+		func(status int, fe fieldErrs) { s.accountFormBack(ctx, w, r, status, in, fe, true, false, 0) })
 }
 
 // accountEditPage serves GET /accounts/{id}/edit.
@@ -662,10 +597,11 @@ func (s *Server) accountEditSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	var fe fieldErrs
 	in := accountFromForm(r, &fe, false)
-	status, fe := s.updateAccount(ctx, r, id, in)
-	if fe.any() {
-		s.accountFormBack(ctx, w, r, status, in, fe, false, a.HasCredentials, id)
-		return
-	}
-	http.Redirect(w, r, "/accounts/"+strconv.FormatInt(id, 10)+"?done=saved", http.StatusSeeOther)
+	formWrite(w, r, fe, func() fieldErrs { return s.validateAccount(in, false, id) },
+		func(user string) (string, error) {
+			return "/accounts/" + strconv.FormatInt(id, 10) + "?done=saved", s.updateAccount(ctx, user, id, in)
+		},
+		func(status int, fe fieldErrs) {
+			s.accountFormBack(ctx, w, r, status, in, fe, false, a.HasCredentials, id)
+		})
 }

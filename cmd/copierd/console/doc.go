@@ -54,6 +54,14 @@
 // node starts again with the same configuration. Without it a drained node stays stopped
 // until the process restarts. The console keeps serving.
 //
+// # Operations
+//
+// Creating and editing accounts and links are operations that know nothing of HTTP
+// (createAccount, updateAccount, createLink, updateLink): they take the acting user and the
+// input and return an *opError whose refusal kind maps to a status in one place
+// (refusal.status, ops.go). Two skeletons serve them: apiWrite for the JSON handlers and
+// formWrite for the HTML forms; forms.go holds the form helpers.
+//
 // # Input
 //
 // Bodies are decoded by internal/strictjson: one JSON object, keys exactly as documented,

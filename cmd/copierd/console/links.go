@@ -88,51 +88,50 @@ func (s *Server) checkMagic(ctx context.Context, fe *fieldErrs, followerID, magi
 	return nil
 }
 
-// createLink validates and inserts a link; nothing is written on failure.
-func (s *Server) createLink(ctx context.Context, r *http.Request, in *linkInput) (int64, int, fieldErrs) {
+// createLink validates and inserts user's link; on refusal (an *opError) nothing is
+// written.
+func (s *Server) createLink(ctx context.Context, user string, in *linkInput) (int64, error) {
 	fe, settings := validateLinkShape(in, true, store.LinkRow{})
 	if fe.any() {
-		return 0, http.StatusUnprocessableEntity, fe
+		return 0, refused(refusedInvalid, fe)
 	}
 	if err := s.checkLinkAccounts(ctx, &fe, *in.MasterID, *in.FollowerID); err != nil {
-		status := s.dbFieldError(&fe, err, "master_id")
-		return 0, status, fe
+		return 0, s.storeRefused(err, "link", "master_id")
 	}
 	if !fe.any() {
 		if err := s.checkMagic(ctx, &fe, *in.FollowerID, *in.Magic, 0); err != nil {
-			status := s.dbFieldError(&fe, err, "magic")
-			return 0, status, fe
+			return 0, s.storeRefused(err, "link", "magic")
 		}
 		if fe.any() {
-			return 0, http.StatusConflict, fe // the magic is another link's
+			return 0, refused(refusedConflict, fe) // the magic is another link's
 		}
 	}
 	if fe.any() {
-		return 0, http.StatusUnprocessableEntity, fe
+		return 0, refused(refusedInvalid, fe)
 	}
 	l := store.Link{MasterID: *in.MasterID, FollowerID: *in.FollowerID, Enabled: in.Enabled == nil || *in.Enabled, Magic: *in.Magic, Settings: settings}
 	id, err := store.CreateLink(ctx, s.opts.Pool, l)
 	if err != nil {
 		if magicClash(&fe, err, l.FollowerID, l.Magic) {
-			return 0, http.StatusConflict, fe
+			return 0, refused(refusedConflict, fe)
 		}
 		if _, dup := store.UniqueViolation(err); dup {
 			fe.add("master_id", fmt.Sprintf("a link from master %d to follower %d exists already: edit it instead", l.MasterID, l.FollowerID))
-			return 0, http.StatusConflict, fe
+			return 0, refused(refusedConflict, fe)
 		}
-		status := s.dbFieldError(&fe, err, "master_id")
-		return 0, status, fe
+		return 0, s.storeRefused(err, "link", "master_id")
 	}
-	s.log.Info().Str("user", principalOf(r).Name).Int64("link", id).Int64("master", l.MasterID).Int64("follower", l.FollowerID).
+	s.log.Info().Str("user", user).Int64("link", id).Int64("master", l.MasterID).Int64("follower", l.FollowerID).
 		Int64("magic", l.Magic).Msg("console: link created")
-	return id, http.StatusCreated, fe
+	return id, nil
 }
 
-// updateLink validates and applies a link edit.
-func (s *Server) updateLink(ctx context.Context, r *http.Request, cur store.LinkRow, in *linkInput) (int, fieldErrs) {
+// updateLink validates and applies user's edit of link cur; on refusal (an *opError)
+// nothing is written.
+func (s *Server) updateLink(ctx context.Context, user string, cur store.LinkRow, in *linkInput) error {
 	fe, settings := validateLinkShape(in, false, cur)
 	if fe.any() {
-		return http.StatusUnprocessableEntity, fe
+		return refused(refusedInvalid, fe)
 	}
 	l := cur.Link
 	if in.Enabled != nil {
@@ -141,29 +140,27 @@ func (s *Server) updateLink(ctx context.Context, r *http.Request, cur store.Link
 	if in.Magic != nil {
 		l.Magic = *in.Magic
 		if err := s.checkMagic(ctx, &fe, cur.FollowerID, l.Magic, cur.ID); err != nil {
-			status := s.dbFieldError(&fe, err, "magic")
-			return status, fe
+			return s.storeRefused(err, "link", "magic")
 		}
 		if fe.any() {
-			return http.StatusConflict, fe // the magic is another link's
+			return refused(refusedConflict, fe) // the magic is another link's
 		}
 	}
 	if settings != nil {
 		l.Settings = settings
 	}
 	if l.Enabled == cur.Enabled && l.Magic == cur.Magic && sameJSON(l.Settings, cur.Settings) {
-		return http.StatusOK, fe // a no-op: nothing to write, no reload for the owner
+		return nil // a no-op: nothing to write, no reload for the owner
 	}
 	if err := store.UpdateLink(ctx, s.opts.Pool, l); err != nil {
 		if magicClash(&fe, err, l.FollowerID, l.Magic) {
-			return http.StatusConflict, fe
+			return refused(refusedConflict, fe)
 		}
-		status := s.dbFieldError(&fe, err, "settings")
-		return status, fe
+		return s.storeRefused(err, "link", "settings")
 	}
-	s.log.Info().Str("user", principalOf(r).Name).Int64("link", l.ID).Bool("enabled", l.Enabled).Int64("magic", l.Magic).
+	s.log.Info().Str("user", user).Int64("link", l.ID).Bool("enabled", l.Enabled).Int64("magic", l.Magic).
 		Msg("console: link updated")
-	return http.StatusOK, fe
+	return nil
 }
 
 // magicClash records a write refused by UNIQUE (follower_id, magic) (a link written
@@ -184,13 +181,6 @@ func sameJSON(a, b []byte) bool {
 		return false
 	}
 	return reflect.DeepEqual(x, y)
-}
-
-// dbFieldError records a database failure against a field and returns its status.
-func (s *Server) dbFieldError(fe *fieldErrs, err error, field string) int {
-	status, msg := s.storeFailure(err, "link")
-	fe.add(field, msg)
-	return status
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
@@ -287,19 +277,7 @@ func (s *Server) writeLink(ctx context.Context, w http.ResponseWriter, id int64,
 
 // apiLinkCreate serves POST /api/links.
 func (s *Server) apiLinkCreate(w http.ResponseWriter, r *http.Request) {
-	var in linkInput
-	if err := decodeJSON(r, &in); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	ctx, cancel := reqCtx(r)
-	defer cancel()
-	id, status, fe := s.createLink(ctx, r, &in)
-	if fe.any() {
-		writeJSON(w, status, fe.apiError())
-		return
-	}
-	s.writeLink(ctx, w, id, http.StatusCreated)
+	apiWrite(w, r, http.StatusCreated, s.createLink, s.writeLink)
 }
 
 // apiLinkUpdate serves PATCH /api/links/{id}.
@@ -309,25 +287,13 @@ func (s *Server) apiLinkUpdate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "link id must be a positive integer")
 		return
 	}
-	var in linkInput
-	if err := decodeJSON(r, &in); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	ctx, cancel := reqCtx(r)
-	defer cancel()
-	cur, err := store.GetLinkRow(ctx, s.opts.Pool, id)
-	if err != nil {
-		st, msg := s.storeFailure(err, "link "+strconv.FormatInt(id, 10))
-		writeError(w, st, msg)
-		return
-	}
-	status, fe := s.updateLink(ctx, r, cur, &in)
-	if fe.any() {
-		writeJSON(w, status, fe.apiError())
-		return
-	}
-	s.writeLink(ctx, w, id, http.StatusOK)
+	apiWrite(w, r, http.StatusOK, func(ctx context.Context, user string, in *linkInput) (int64, error) {
+		cur, err := store.GetLinkRow(ctx, s.opts.Pool, id)
+		if err != nil {
+			return 0, s.storeRefusedWhole(err, "link "+strconv.FormatInt(id, 10))
+		}
+		return id, s.updateLink(ctx, user, cur, in)
+	}, s.writeLink)
 }
 
 // linksView is the links page's data.
@@ -430,11 +396,9 @@ func linkFromForm(r *http.Request, fe *fieldErrs, create bool) *linkInput {
 	if create {
 		in.MasterID = formInt(fe, "master_id", r.PostFormValue("master_id"))
 		in.FollowerID = formInt(fe, "follower_id", r.PostFormValue("follower_id"))
-		if in.Magic == nil && fe.m["magic"] == "" {
-			fe.add("magic", "required: a positive number that marks this link's copies")
-		}
 	}
-	on := r.PostFormValue("enabled") == "on" || r.PostFormValue("enabled") == "true"
+	requireMagic(fe, in) // the form always sends it; an empty field would keep nothing
+	on := formChecked(r, "enabled")
 	in.Enabled = &on
 	in.Settings = json.RawMessage(r.PostFormValue("settings"))
 	return in
@@ -459,18 +423,14 @@ func (s *Server) linkNewSubmit(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var fe fieldErrs
 	in := linkFromForm(r, &fe, true)
-	if fe.any() {
-		shape, _ := validateLinkShape(in, true, store.LinkRow{})
-		fe.merge(shape) // show every problem at once
-		s.linkFormBack(w, r, http.StatusUnprocessableEntity, fe, true, store.LinkRow{})
-		return
-	}
-	_, status, fe := s.createLink(ctx, r, in)
-	if fe.any() {
-		s.linkFormBack(w, r, status, fe, true, store.LinkRow{})
-		return
-	}
-	http.Redirect(w, r, "/accounts/"+strconv.FormatInt(*in.FollowerID, 10)+"?done=created", http.StatusSeeOther)
+	formWrite(w, r, fe, func() fieldErrs { shape, _ := validateLinkShape(in, true, store.LinkRow{}); return shape },
+		func(user string) (string, error) {
+			if _, err := s.createLink(ctx, user, in); err != nil {
+				return "", err // in.FollowerID may be nil
+			}
+			return "/accounts/" + strconv.FormatInt(*in.FollowerID, 10) + "?done=created", nil
+		},
+		func(status int, fe fieldErrs) { s.linkFormBack(w, r, status, fe, true, store.LinkRow{}) })
 }
 
 // linkEditPage serves GET /links/{id}/edit.
@@ -520,19 +480,9 @@ func (s *Server) linkEditSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	var fe fieldErrs
 	in := linkFromForm(r, &fe, false)
-	if in.Magic == nil && fe.m["magic"] == "" {
-		fe.add("magic", "required: a positive number that marks this link's copies")
-	}
-	if fe.any() {
-		shape, _ := validateLinkShape(in, false, cur)
-		fe.merge(shape)
-		s.linkFormBack(w, r, http.StatusUnprocessableEntity, fe, false, cur)
-		return
-	}
-	status, fe := s.updateLink(ctx, r, cur, in)
-	if fe.any() {
-		s.linkFormBack(w, r, status, fe, false, cur)
-		return
-	}
-	http.Redirect(w, r, "/accounts/"+strconv.FormatInt(cur.FollowerID, 10)+"?done=saved", http.StatusSeeOther)
+	formWrite(w, r, fe, func() fieldErrs { shape, _ := validateLinkShape(in, false, cur); return shape },
+		func(user string) (string, error) {
+			return "/accounts/" + strconv.FormatInt(cur.FollowerID, 10) + "?done=saved", s.updateLink(ctx, user, cur, in)
+		},
+		func(status int, fe fieldErrs) { s.linkFormBack(w, r, status, fe, false, cur) })
 }

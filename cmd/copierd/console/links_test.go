@@ -220,6 +220,15 @@ func TestLinkForms(t *testing.T) {
 	if e.snapshot() != before {
 		t.Fatal("database changed")
 	}
+	// A form that reads cleanly but lacks the follower is refused by the operation, and the
+	// form comes back (the redirect to the follower's page has no follower to name).
+	r = b.post("/links/new", url.Values{"csrf": {csrf}, "master_id": {"1"}, "follower_id": {""}, "magic": {"55"}, "enabled": {"on"}, "settings": {""}})
+	if r.status != 422 || !strings.Contains(r.body, `id="link-form"`) {
+		t.Fatalf("form without a follower: %d %.300s", r.status, r.body)
+	}
+	if e.snapshot() != before {
+		t.Fatal("database changed")
+	}
 	r = b.post("/links/new", url.Values{"csrf": {csrf}, "master_id": {"1"}, "follower_id": {"10"}, "magic": {"55"}, "enabled": {"on"}, "settings": {""}})
 	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/accounts/10?done=created" {
 		t.Fatalf("create: %d %s", r.status, r.body)

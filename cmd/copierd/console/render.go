@@ -237,15 +237,21 @@ func pathID(r *http.Request) (int64, bool) {
 // storeFailure maps a store error to a status and a message that is safe to show, and
 // logs the unexpected ones.
 func (s *Server) storeFailure(err error, what string) (int, string) {
+	k, msg := s.storeRefusal(err, what)
+	return k.status(), msg
+}
+
+// storeRefusal classifies a store error and words it safely; it logs the unexpected ones.
+func (s *Server) storeRefusal(err error, what string) (refusal, string) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return http.StatusNotFound, what + " not found"
+		return refusedNotFound, what + " not found"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		s.log.Warn().Err(err).Str("what", what).Msg("console request timed out")
-		return http.StatusServiceUnavailable, "the database did not answer in time; try again"
+		return refusedUnavailable, "the database did not answer in time; try again"
 	}
 	s.log.Error().Err(err).Str("what", what).Msg("console database error")
-	return http.StatusInternalServerError, "database error while reading or writing " + what + " (logged)"
+	return refusedInternal, "database error while reading or writing " + what + " (logged)"
 }
 
 // decodeJSON reads a JSON body into v as API.md says: one object, keys spelled exactly

@@ -25,6 +25,12 @@
 //     work;
 //  7. resource use per node.
 //
+// The files follow the run's jobs: run.go orders them (Run, execute); setup.go starts the
+// database, the accounts and the trade server (through cmd/copierd/setup, which the demo
+// shares); fleet.go starts, watches and stops the node processes (nodes.go: one process);
+// observers.go samples ownership and scrapes metrics while the load runs; verdict.go waits
+// for convergence and collects the final state that check.go judges and report.go writes.
+//
 // Everything is written to Options.OutDir: node logs, run.log, faults.log, report.json
 // and the charts latency.png, ownership.png and failover.png.
 package stress

@@ -15,7 +15,7 @@ var brokerFaults = broker.Faults{RequoteRate: 0.2, TimeoutRate: 0.05, Disconnect
 
 // runFaults injects the planned faults one after the other: each starts at its planned
 // time, or a second after the previous one healed, whichever is later.
-func (r *run) runFaults(ctx context.Context, plan []plannedFault) {
+func (r *runner) runFaults(ctx context.Context, plan []plannedFault) {
 	start := *r.loadStart.Load()
 	var prevEnd time.Time
 	for i, f := range plan {
@@ -32,7 +32,7 @@ func (r *run) runFaults(ctx context.Context, plan []plannedFault) {
 }
 
 // inject carries out one fault, holds it, heals it and records it.
-func (r *run) inject(ctx context.Context, seq int, f plannedFault) FaultRecord {
+func (r *runner) inject(ctx context.Context, seq int, f plannedFault) FaultRecord {
 	r.faultsActive.Add(1)
 	defer r.faultsActive.Add(-1)
 	rec := FaultRecord{Seq: seq, Kind: f.Kind, Variant: f.Variant, Start: time.Now()}
@@ -85,7 +85,7 @@ func (r *run) inject(ctx context.Context, seq int, f plannedFault) FaultRecord {
 
 // pickNode chooses a running node with pick: among those that own followers when any
 // does, else among all running ones.
-func (r *run) pickNode(pick uint64) *nodeProc {
+func (r *runner) pickNode(pick uint64) *nodeProc {
 	running := r.liveNodes(false)
 	if len(running) == 0 {
 		return nil
@@ -108,7 +108,7 @@ var errNoNode = errors.New("no running node to target")
 
 // injectKill sends SIGKILL to a node, starts a new one, and waits until every account
 // the killed node held is owned by another node: the failover.
-func (r *run) injectKill(ctx context.Context, f plannedFault, rec *FaultRecord) error {
+func (r *runner) injectKill(ctx context.Context, f plannedFault, rec *FaultRecord) error {
 	n := r.pickNode(f.Pick)
 	if n == nil {
 		return errNoNode
@@ -155,7 +155,7 @@ func (r *run) injectKill(ctx context.Context, f plannedFault, rec *FaultRecord) 
 }
 
 // ownedBy returns the followers the database says node owns.
-func (r *run) ownedBy(ctx context.Context, node string) ([]int64, error) {
+func (r *runner) ownedBy(ctx context.Context, node string) ([]int64, error) {
 	var last error
 	for attempt := 0; attempt < 25; attempt++ {
 		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -188,7 +188,7 @@ func (r *run) ownedBy(ctx context.Context, node string) ([]int64, error) {
 }
 
 // stillUnmoved counts the accounts of ids that no other node than node owns.
-func (r *run) stillUnmoved(ctx context.Context, ids []int64, node string) (int, error) {
+func (r *runner) stillUnmoved(ctx context.Context, ids []int64, node string) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -201,7 +201,7 @@ func (r *run) stillUnmoved(ctx context.Context, ids []int64, node string) (int, 
 }
 
 // injectFreeze sends SIGSTOP to a node, holds, and sends SIGCONT.
-func (r *run) injectFreeze(ctx context.Context, f plannedFault, rec *FaultRecord) error {
+func (r *runner) injectFreeze(ctx context.Context, f plannedFault, rec *FaultRecord) error {
 	n := r.pickNode(f.Pick)
 	if n == nil {
 		return errNoNode
@@ -231,7 +231,7 @@ func (r *run) injectFreeze(ctx context.Context, f plannedFault, rec *FaultRecord
 }
 
 // injectProxy applies a toxic to a node's database link, holds, and heals it.
-func (r *run) injectProxy(ctx context.Context, f plannedFault, rec *FaultRecord, apply func(*nodeProc) error, describe func(time.Duration) string) error {
+func (r *runner) injectProxy(ctx context.Context, f plannedFault, rec *FaultRecord, apply func(*nodeProc) error, describe func(time.Duration) string) error {
 	n := r.pickNode(f.Pick)
 	if n == nil {
 		return errNoNode
@@ -248,7 +248,7 @@ func (r *run) injectProxy(ctx context.Context, f plannedFault, rec *FaultRecord,
 }
 
 // injectRestartDB restarts PostgreSQL abruptly.
-func (r *run) injectRestartDB(ctx context.Context, rec *FaultRecord) error {
+func (r *runner) injectRestartDB(ctx context.Context, rec *FaultRecord) error {
 	if r.cluster == nil {
 		rec.Detail = "not injected"
 		return errNoCluster
@@ -263,7 +263,7 @@ func (r *run) injectRestartDB(ctx context.Context, rec *FaultRecord) error {
 
 // injectBroker turns on the simulator's requotes, timeouts, disconnects and dropped
 // events, holds, and turns them off.
-func (r *run) injectBroker(ctx context.Context, f plannedFault, rec *FaultRecord) error {
+func (r *runner) injectBroker(ctx context.Context, f plannedFault, rec *FaultRecord) error {
 	bctx := context.WithoutCancel(ctx)
 	if err := r.sim.SetFaults(bctx, "", brokerFaults); err != nil {
 		return err

@@ -51,7 +51,7 @@ type FindRateResult struct {
 // cpuSnapshot is the CPU ticks of the run's processes at one moment.
 type cpuSnapshot struct{ nodes, stress, pg int64 }
 
-func (r *run) cpuNow() cpuSnapshot {
+func (r *runner) cpuNow() cpuSnapshot {
 	var s cpuSnapshot
 	for _, n := range r.liveNodes(true) {
 		s.nodes += readCPUTicks(n.pid)
@@ -96,7 +96,7 @@ func treeCPUTicks(pid int) int64 {
 }
 
 // findRate runs the ramp. It returns when the ramp stops or ctx ends.
-func (r *run) findRate(ctx context.Context) FindRateResult {
+func (r *runner) findRate(ctx context.Context) FindRateResult {
 	o := r.o
 	res := FindRateResult{TargetMs: ms(o.FindRateTarget), StepS: o.FindRateStep.Seconds()}
 	settle := max(2*time.Second, 2*o.Interval)

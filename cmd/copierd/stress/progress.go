@@ -46,7 +46,7 @@ func (p *progress) finish() {
 }
 
 // showProgress refreshes the bar twice a second until ctx ends.
-func (r *run) showProgress(ctx context.Context, p *progress) {
+func (r *runner) showProgress(ctx context.Context, p *progress) {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -72,7 +72,7 @@ func (r *run) showProgress(ctx context.Context, p *progress) {
 }
 
 // countOrders reads the new part of the order log and counts the nodes' orders.
-func (r *run) countOrders(ctx context.Context) {
+func (r *runner) countOrders(ctx context.Context) {
 	if r.sim == nil {
 		return
 	}

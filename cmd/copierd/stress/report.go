@@ -151,7 +151,7 @@ type Invariant struct {
 }
 
 // report builds the report from the final state and what the run recorded.
-func (r *run) report(f finalState, exits map[string]nodeExit, loadDur time.Duration, converged bool, convergeS float64) Report {
+func (r *runner) report(f finalState, exits map[string]nodeExit, loadDur time.Duration, converged bool, convergeS float64) Report {
 	o := r.o
 	rep := Report{
 		Seed: o.Seed, Started: r.setupStart, Finished: time.Now(),
@@ -520,7 +520,7 @@ func kindLabel(f FaultRecord) string {
 // writeOutputs writes report.json and the charts into the output directory, and when the
 // verdict fails the evidence too: the whole order log (orders.jsonl.gz) and the final
 // positions (positions.json).
-func (r *run) writeOutputs(rep *Report, f finalState) error {
+func (r *runner) writeOutputs(rep *Report, f finalState) error {
 	charts, err := writeCharts(*rep, r.o)
 	if err != nil {
 		rep.Notes = append(rep.Notes, "charts: "+err.Error())

@@ -50,7 +50,7 @@ type CleanStop struct {
 }
 
 // runScale drives the scale scenario's membership changes during the load.
-func (r *run) runScale(ctx context.Context) {
+func (r *runner) runScale(ctx context.Context) {
 	o := r.o
 	limit := r.scaleLimit()
 	step := func(what string) {
@@ -111,7 +111,7 @@ func (r *run) runScale(ctx context.Context) {
 
 // scaleLimit bounds each balance: a few hand-off rounds of 500 accounts and the claims
 // after them, or a lease when a killed node's accounts must expire first.
-func (r *run) scaleLimit() time.Duration {
+func (r *runner) scaleLimit() time.Duration {
 	o := r.o
 	rounds := time.Duration(o.Followers/500+3) * o.Interval
 	return o.Lease + rounds + o.FailoverSlack + 10*time.Second
@@ -119,7 +119,7 @@ func (r *run) scaleLimit() time.Duration {
 
 // awaitBalance waits until every running node owns within ±10 % of its share (at least
 // one account of slack) and no follower is free.
-func (r *run) awaitBalance(ctx context.Context, what string, limit time.Duration) ScaleStep {
+func (r *runner) awaitBalance(ctx context.Context, what string, limit time.Duration) ScaleStep {
 	start := time.Now()
 	st := ScaleStep{What: what, Seconds: -1}
 	for {
@@ -150,7 +150,7 @@ func (r *run) awaitBalance(ctx context.Context, what string, limit time.Duration
 }
 
 // ownerCounts counts the followers owned by each node with a live lease, and the others.
-func (r *run) ownerCounts(ctx context.Context) (map[string]int, int, error) {
+func (r *runner) ownerCounts(ctx context.Context) (map[string]int, int, error) {
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	rows, err := r.pool.Query(qctx, `SELECT coalesce(node_id, ''), count(*) FROM trading_accounts

@@ -270,7 +270,7 @@ func counts(cs []Count) string {
 
 // readTraces reads every node's trace file (a killed node has none: its copies count as
 // untraced).
-func (r *run) readTraces() ([]copytrace.Record, int, []error) {
+func (r *runner) readTraces() ([]copytrace.Record, int, []error) {
 	var all []copytrace.Record
 	var dropped int
 	var errs []error

@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Queries of copy_positions: the ticket map, which follower position copies which master
+// position, written by the follower's owner under its fence.
+
+// OpenTickets returns the open ticket-map rows of a follower (ClosedAt zero; Epoch is the
+// writer's epoch).
+func OpenTickets(ctx context.Context, pool *pgxpool.Pool, followerID int64) ([]TicketRow, error) {
+	rows, err := pool.Query(ctx, `SELECT follower_id, lease_epoch, link_id, master_ticket, follower_ticket, volume
+		FROM copy_positions WHERE follower_id = $1 AND closed_at IS NULL ORDER BY link_id, master_ticket`, followerID)
+	if err != nil {
+		return nil, fmt.Errorf("store: open tickets: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, scanTicketRow)
+	if err != nil {
+		return nil, fmt.Errorf("store: open tickets: %w", err)
+	}
+	return out, nil
+}
+
+// scanTicketRow scans follower_id, lease_epoch, link_id, master_ticket, follower_ticket,
+// volume.
+func scanTicketRow(row pgx.CollectableRow) (TicketRow, error) {
+	var t TicketRow
+	err := row.Scan(&t.FollowerID, &t.Epoch, &t.LinkID, &t.MasterTicket, &t.FollowerTicket, &t.Volume)
+	return t, err
+}
+
+// TicketRow is one ticket-map row: a follower position that copies a master position.
+type TicketRow struct {
+	FollowerID     int64
+	Epoch          int64 // the writer's lease epoch on FollowerID
+	LinkID         int64
+	MasterTicket   int64
+	FollowerTicket int64
+	Volume         float64   // copy ratio: follower lots per master lot
+	ClosedAt       time.Time // zero: open
+}
+
+// UpsertTicketsFenced inserts or updates ticket-map rows in one statement, each only where
+// its follower is still owned by node at the row's epoch. The follower rows are share-locked
+// (in id order) so a concurrent claim either commits first (and the row is refused) or
+// waits.
+func UpsertTicketsFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []TicketRow) (FencedResult, error) {
+	// One statement may not upsert one key twice: the last write of a key wins.
+	rows = lastPerKey(rows, func(r TicketRow) [3]int64 {
+		return [3]int64{r.FollowerID, r.LinkID, r.MasterTicket}
+	})
+	if len(rows) == 0 {
+		return FencedResult{}, nil
+	}
+	n := len(rows)
+	fids, epochs, links := make([]int64, n), make([]int64, n), make([]int64, n)
+	mts, fts := make([]int64, n), make([]int64, n)
+	vols, closed := make([]float64, n), make([]*time.Time, n)
+	for i, r := range rows {
+		fids[i], epochs[i], links[i], mts[i], fts[i], vols[i] = r.FollowerID, r.Epoch, r.LinkID, r.MasterTicket, r.FollowerTicket, r.Volume
+		if !r.ClosedAt.IsZero() {
+			t := r.ClosedAt
+			closed[i] = &t
+		}
+	}
+	tag, err := pool.Exec(ctx, `
+		WITH s AS (
+			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::float8[], $8::timestamptz[])
+			     AS s(follower_id, epoch, link_id, master_ticket, follower_ticket, volume, closed_at)),
+		owned AS (
+			SELECT t.id, t.lease_epoch FROM trading_accounts t
+			WHERE t.id = ANY($2::bigint[]) AND t.node_id = $1
+			ORDER BY t.id
+			FOR KEY SHARE OF t) -- see fenceLock
+		INSERT INTO copy_positions AS c (follower_id, link_id, master_ticket, follower_ticket, volume, closed_at, lease_epoch)
+		SELECT s.follower_id, s.link_id, s.master_ticket, s.follower_ticket, s.volume, s.closed_at, s.epoch
+		FROM s
+		JOIN owned o ON o.id = s.follower_id AND o.lease_epoch = s.epoch
+		JOIN copy_links l ON l.id = s.link_id AND l.follower_id = s.follower_id
+		ON CONFLICT (follower_id, link_id, master_ticket) DO UPDATE
+		SET follower_ticket = excluded.follower_ticket, volume = excluded.volume, closed_at = excluded.closed_at, lease_epoch = excluded.lease_epoch, updated_at = now()`,
+		node, fids, epochs, links, mts, fts, vols, closed)
+	if err != nil {
+		return FencedResult{}, fmt.Errorf("store: upsert tickets: %w", err)
+	}
+	return FencedResult{Applied: tag.RowsAffected(), Refused: int64(n) - tag.RowsAffected()}, nil
+}
