@@ -95,8 +95,8 @@ type Core struct {
 	one        [1]eventPlan // the run's events when nothing is held (no allocation per event)
 	flushAsked bool         // Ready.FlushEvents was set and FlushEvents has not come yet
 
-	run    run   // the plan being carried out
-	order  Order // the order in flight (Ready.Send points here)
+	run    execution // the plan being carried out
+	order  Order     // the order in flight (Ready.Send points here)
 	resend resend
 	status Status
 	ready  Ready
@@ -389,7 +389,7 @@ func (c *Core) FlushEvents(at At) *Ready {
 		c.held, c.dirty = nil, true
 		c.maybeReconcile(now, CauseGap)
 	default:
-		c.run = run{kind: runEvent, cur: -1, events: c.takeHeld(), protGen: c.protGen}
+		c.run = execution{kind: runEvent, cur: -1, events: c.takeHeld(), protGen: c.protGen}
 		c.advance(now)
 	}
 	return c.done()
@@ -471,7 +471,7 @@ func (c *Core) event(at At, id int64, ev *broker.Event, received time.Time, behi
 			c.held = append(c.held, e)
 			events = c.takeHeld()
 		}
-		c.run = run{kind: runEvent, cur: -1, events: events, protGen: c.protGen}
+		c.run = execution{kind: runEvent, cur: -1, events: events, protGen: c.protGen}
 		c.advance(now)
 	}
 	return c.done()
@@ -625,7 +625,7 @@ func (c *Core) Reconciled(at At, r *Reconciled) *Ready {
 	c.status.Balance, c.status.Equity, c.status.Positions = r.Follower.Info.Balance, r.Follower.Info.Equity, len(r.Follower.Positions)
 	c.ready.StatusChanged = true
 	c.observeEquity(now, r.Follower.Info.Equity)
-	c.run = run{kind: runReconcile, cur: -1, plans: r.Plans, protGen: c.reconProtGen}
+	c.run = execution{kind: runReconcile, cur: -1, plans: r.Plans, protGen: c.reconProtGen}
 	if c.reconProtGen != c.protGen {
 		// A stop-out started or ended since the plans were made (this reading or one
 		// during the reconcile): they may copy what is no longer allowed. Plan again.

@@ -16,10 +16,10 @@ const (
 	runReconcile         // a reconcile's plans, link by link
 )
 
-// run is the plan being carried out: link after link, action after action, one order in
+// execution is the plan being carried out: link after link, action after action, one order in
 // flight at a time. It stops early when an order may not go on (gate closed, unknown
 // outcome, lost account); the account is then dirty and the rest waits for a reconcile.
-type run struct {
+type execution struct {
 	kind    runKind
 	li      int  // the next link to take up
 	stopped bool // stopped early
@@ -118,7 +118,7 @@ func (c *Core) input(l *link, mv *master, now time.Time) reconcile.Input {
 // chained when something arrived during it.
 func (c *Core) finish(now time.Time) {
 	r := c.run
-	c.run = run{}
+	c.run = execution{}
 	switch r.kind {
 	case runEvent:
 		if r.sent {
