@@ -282,7 +282,8 @@ func (c *core) startCycle(trigger Trigger, r *ready) {
 			req.HandOffs = func(owned, share int) int { return HandOffCount(owned, share, bound) }
 		}
 	}
-	// The cycle has its own deadline, shorter than the trust it grants (docs of Config; docs/design.md §2).
+	// The cycle has its own deadline, shorter than the trust it grants (Config.CycleDeadline;
+	// docs/design.md §2).
 	r.Cycle = &cycleAsk{Trigger: trigger, Req: req, Deadline: c.cfg.Timing.CycleDeadline()}
 }
 
