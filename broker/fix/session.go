@@ -534,11 +534,16 @@ func (s *session) OnLogout(quickfix.SessionID) {
 	s.event(sessEvent{kind: evDown, text: "logged out"})
 }
 
-// ToAdmin implements quickfix.Application: the Logon carries the credentials.
+// ToAdmin implements quickfix.Application: the Logon carries the credentials (and the
+// venue's token).
 func (s *session) ToAdmin(m *quickfix.Message, _ quickfix.SessionID) {
 	if m.IsMsgTypeOf(fixwire.MsgLogon) {
 		m.Body.SetString(fixwire.TagUsername, logonUser(s.creds))
 		m.Body.SetString(fixwire.TagPassword, s.creds.Password)
+		if t := s.b.cfg.Token; t != "" {
+			m.Body.SetInt(fixwire.TagRawDataLength, len(t))
+			m.Body.SetString(fixwire.TagRawData, t)
+		}
 	}
 	if s.b.wire != nil {
 		s.b.wire(m.String())

@@ -527,7 +527,7 @@ func (r *run) setupBroker() error {
 	go func() { r.bridgeDone <- r.bridge.Serve(l) }()
 	r.logf("simulator serving the bridge on %s", r.bridgeAddr)
 	if r.o.Broker == "fix" {
-		if r.front, err = fixfront.Start("127.0.0.1:0", r.sim, r.sim, fixfront.Options{}); err != nil {
+		if r.front, err = fixfront.Start("127.0.0.1:0", r.sim, r.sim, fixfront.Options{Token: r.token}); err != nil {
 			return fmt.Errorf("stress: FIX front: %w", err)
 		}
 		r.logf("simulator serving FIX 4.4 on %s; the nodes trade over FIX", r.front.Addr())
@@ -569,6 +569,9 @@ func (r *run) startNode() (*nodeProc, error) {
 		args = append(args, "--trace-copies", filepath.Join(o.OutDir, id+".trace"))
 	}
 	env := []string{"COPIER_DATABASE_URL=" + dbURL, "COPIER_BRIDGE_TOKEN=" + r.token}
+	if r.front != nil {
+		env = append(env, "COPIER_FIX_TOKEN="+r.token)
+	}
 	n, err := startNode(o.Copierd, id, o.OutDir, args, env, px)
 	if err != nil {
 		px.stop()
