@@ -152,6 +152,8 @@ type Broker struct {
 
 	mu   sync.Mutex
 	sent map[string]*sentOrders // by login
+	// health is the sessions' logon state, for Connected.
+	health health
 
 	// wire, when set (tests, before any Connect), sees every message as it is written.
 	wire func(raw string)

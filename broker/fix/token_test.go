@@ -40,6 +40,9 @@ func TestTokenOnLogon(t *testing.T) {
 		if !errors.As(err, &te) || te.Code != broker.CodeAuthFailed || !strings.Contains(err.Error(), "RawData (96)") {
 			t.Errorf("%s: %v, want CodeAuthFailed naming RawData (96)", name, err)
 		}
+		if err := b.Connected(); err == nil || !strings.Contains(err.Error(), "logon refused") {
+			t.Errorf("%s: Connected %v, want the refusal", name, err)
+		}
 	}
 	if _, err := fix.New(fix.Config{Addr: e.front.Addr(), Token: "a\x01b"}); err == nil || !strings.Contains(err.Error(), "SOH") {
 		t.Fatalf("a token with SOH: %v, want an error naming SOH", err)

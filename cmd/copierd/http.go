@@ -28,8 +28,8 @@ import (
 //
 //	GET /healthz  200 while the process is up
 //	GET /readyz   200 when every node holds a trusted lease (node.Ready) and every check
-//	              holds (a node's bridge is connected, the demo's FIX front accepts
-//	              connections), else 503
+//	              holds (a node's bridge is connected or a FIX session logged on, the
+//	              demo's FIX front accepts connections), else 503
 //	GET /metrics  Prometheus text format, one series per node (label node)
 //	GET /status   a plain HTML status page (refreshes itself every few seconds)
 //	/             the operator console once mounted (see consolemount.go), else the status page
@@ -47,7 +47,7 @@ type statusHTTP struct {
 	// stopping makes /readyz answer 503 while the process shuts down.
 	stopping atomic.Bool
 	// checks are further conditions of readiness (the demo's FIX front accepting, a
-	// node's bridge connected): /readyz answers 503 with the first one that fails.
+	// node's bridge connected or FIX session logged on): /readyz answers 503 with the first one that fails.
 	checksMu sync.Mutex
 	checks   []readyCheck
 }

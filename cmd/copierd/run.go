@@ -297,6 +297,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return usageErr(err)
 		}
+		// No node-level connection: ready while a session is logged on (or none failed).
+		web.addCheck("FIX", fb.Connected)
 		b = fb
 	}
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -128,11 +129,26 @@ func TestRunOverFIXToSim(t *testing.T) {
 		}
 		return ""
 	})
-	if code := node.stop(t, 30*time.Second); code != exitOK {
-		t.Fatalf("node exit %d: %s", code, node.stderr.String())
-	}
+	// /readyz follows the FIX sessions: ready while the account's session is logged on,
+	// 503 naming FIX once the venue is gone (it said "ready" with no session).
+	eventually(t, "/readyz ready", 30*time.Second, func() string {
+		if code, body, err := httpGet("http://" + httpAddr + "/readyz"); err != nil || code != 200 {
+			return fmt.Sprintf("%d %q %v", code, body, err)
+		}
+		return ""
+	})
 	if code := simCLI.stop(t, 10*time.Second); code != exitOK {
 		t.Fatalf("sim exit %d: %s", code, simCLI.stderr.String())
+	}
+	eventually(t, "/readyz names the lost FIX sessions", 30*time.Second, func() string {
+		code, body, err := httpGet("http://" + httpAddr + "/readyz")
+		if err != nil || code != 503 || !strings.Contains(body, "FIX: fix: no session logged on to "+addr) {
+			return fmt.Sprintf("%d %q %v", code, body, err)
+		}
+		return ""
+	})
+	if code := node.stop(t, 30*time.Second); code != exitOK {
+		t.Fatalf("node exit %d: %s", code, node.stderr.String())
 	}
 }
 
