@@ -42,18 +42,8 @@ func probeGet(t *testing.T, url string) (int, string) {
 // real 10 s header timeout; here, with an hour, the test's client gives up).
 func TestProbesPassSlowHeaderConnections(t *testing.T) {
 	const maxConns = 8
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	web := &statusHTTP{title: "t", nodes: func() []*actors.Node { return nil }}
-	ll := newLimitListener(l, maxConns, 0) // displacement alone, no anonymous header timeout
-	srv := newHTTPServer(web.handler(), ll, zerolog.Nop())
-	srv.ReadHeaderTimeout, srv.ReadTimeout = time.Hour, time.Hour
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); runHTTP(ctx, srv, ll, zerolog.Nop()) }()
-	defer func() { cancel(); <-done }()
+	l, ll := serveForTest(t, web.handler(), maxConns, 0) // displacement alone, no anonymous header timeout
 
 	var slow []net.Conn
 	defer func() {
@@ -134,6 +124,37 @@ func TestReadyzReportsALostBridge(t *testing.T) {
 	})
 }
 
+// serveForTest serves h as serveHTTP does, with maxConns and anonymous header timeout
+// anonHeader, but the server's own timeouts an hour: what cuts a connection is the
+// listener under test. It stops when the test ends.
+func serveForTest(t *testing.T, h http.Handler, maxConns int, anonHeader time.Duration) (net.Listener, *limitListener) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ll := newLimitListener(l, maxConns, anonHeader)
+	srv := newHTTPServer(h, ll, zerolog.Nop())
+	srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout = time.Hour, time.Hour, time.Hour, time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); runHTTP(ctx, srv, ll, zerolog.Nop()) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return l, ll
+}
+
+// dialForTest connects to addr; its deadline only ends a hung test.
+func dialForTest(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	return c, bufio.NewReader(c)
+}
+
 // rawRequest writes a GET of path with extra header lines on c and reads the answer.
 func rawRequest(t *testing.T, c net.Conn, r *bufio.Reader, path, extra string) *http.Response {
 	t.Helper()
@@ -168,26 +189,8 @@ func TestAnonymousConnectionsAreCutShort(t *testing.T) {
 	if err := mountConsole(web, consoleEnv{token: opToken}.options(db.Pool, nil, nil, zerolog.Nop())); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ll := newLimitListener(l, 64, 200*time.Millisecond)
-	srv := newHTTPServer(web.handler(), ll, zerolog.Nop())
-	srv.ReadHeaderTimeout, srv.ReadTimeout = time.Hour, time.Hour
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); runHTTP(ctx, srv, ll, zerolog.Nop()) }()
-	defer func() { cancel(); <-done }()
-	dial := func() (net.Conn, *bufio.Reader) {
-		c, err := net.Dial("tcp", l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		_ = c.SetDeadline(time.Now().Add(time.Minute)) // a hung server, not a timing assumption
-		return c, bufio.NewReader(c)
-	}
+	l, ll := serveForTest(t, web.handler(), 64, 200*time.Millisecond)
+	dial := func() (net.Conn, *bufio.Reader) { return dialForTest(t, l.Addr().String()) }
 
 	// The operator's connection: authenticated by its first request, then a second
 	// request whose headers stay unfinished until the anonymous ones have been cut.
@@ -248,4 +251,57 @@ func closedByServer(r *bufio.Reader) bool {
 	_, err := r.ReadByte()
 	var ne net.Error
 	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestProbesPassSlowBodyConnections: anonymous requests whose bodies never end (the
+// console's login form), taking every slot but one, and an operator's request with an
+// unfinished body in the last do not keep /healthz, /readyz and /metrics out: a newcomer
+// displaces the oldest anonymous request in progress (it waited for a slot until the
+// server's 30 s read timeout). The operator's request is never displaced: it is answered
+// once its body ends.
+func TestProbesPassSlowBodyConnections(t *testing.T) {
+	const maxConns = 6
+	const opToken = "operator-token-0123456789"
+	db := storetest.NewDB(t)
+	web := &statusHTTP{title: "t", nodes: func() []*actors.Node { return nil }}
+	if err := mountConsole(web, consoleEnv{token: opToken}.options(db.Pool, nil, nil, zerolog.Nop())); err != nil {
+		t.Fatal(err)
+	}
+	l, ll := serveForTest(t, web.handler(), maxConns, time.Hour)
+	post := func(path, headers, body string) (net.Conn, *bufio.Reader) {
+		c, r := dialForTest(t, l.Addr().String())
+		if _, err := io.WriteString(c, "POST "+path+" HTTP/1.1\r\nHost: 127.0.0.1\r\n"+headers+"\r\n"+body); err != nil {
+			t.Fatal(err)
+		}
+		return c, r
+	}
+	op, opr := post("/api/accounts", "Authorization: Bearer "+opToken+"\r\nContent-Type: application/json\r\nContent-Length: 2\r\n", "{")
+	for range maxConns - 1 {
+		post("/login", "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n", "token=")
+	}
+	testwait.For(t, "every slot busy with a request, one of them the operator's", 30*time.Second, func() (bool, string) {
+		ll.mu.Lock()
+		defer ll.mu.Unlock()
+		authed := 0
+		for c := range ll.busy {
+			if c.mark.Authenticated() {
+				authed++
+			}
+		}
+		return len(ll.busy) == maxConns && authed == 1, fmt.Sprintf("%d busy, %d authenticated", len(ll.busy), authed)
+	})
+	base := "http://" + l.Addr().String()
+	for range 3 {
+		for path, want := range map[string]int{"/healthz": 200, "/readyz": 503, "/metrics": 200} {
+			if code, body := probeGet(t, base+path); code != want {
+				t.Fatalf("%s: %d %q, want %d", path, code, body, want)
+			}
+		}
+	}
+	if _, err := io.WriteString(op, "}"); err != nil {
+		t.Fatalf("the operator's connection was displaced: %v", err)
+	}
+	if res := readAnswer(t, opr); res.StatusCode == http.StatusUnauthorized {
+		t.Fatalf("operator's request: %d", res.StatusCode)
+	}
 }

@@ -12,10 +12,11 @@ import (
 
 // limitListener holds at most its capacity of connections. When all are taken, a new
 // connection displaces the oldest one that has no request in progress (one still
-// sending its headers, or an idle keep-alive one); only when every connection is busy
-// with a request does the newcomer wait for a free slot. So slow-header (slowloris) or
-// idle connections cannot keep a probe or a scrape out: they once held all 256 slots and
-// /healthz waited 10–17 s.
+// sending its headers, or an idle keep-alive one), else the oldest anonymous one with a
+// request in progress (a slow body, say); only when every connection is an operator's
+// with a request in progress does the newcomer wait for a free slot. So slow-header
+// (slowloris), slow-body or idle connections cannot keep a probe or a scrape out: they
+// once held all 256 slots and /healthz waited 10–17 s.
 //
 // A connection is anonymous until a request on it authenticates (the console marks it,
 // internal/connauth). An anonymous connection must deliver its request's headers within
@@ -33,11 +34,12 @@ type limitListener struct {
 
 	mu      sync.Mutex
 	waiting map[*limitConn]time.Time // no request in progress, since when
+	busy    map[*limitConn]time.Time // a request in progress, since when
 }
 
 func newLimitListener(l net.Listener, n int, anonHeader time.Duration) *limitListener {
 	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}),
-		anonHeader: anonHeader, waiting: map[*limitConn]time.Time{}}
+		anonHeader: anonHeader, waiting: map[*limitConn]time.Time{}, busy: map[*limitConn]time.Time{}}
 }
 
 // Accept accepts, then takes a slot: a free one, else one freed by displacing the oldest
@@ -61,21 +63,32 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
 }
 
-// displaceOldest closes the connection that has waited longest without a request.
+// displaceOldest closes the connection that has waited longest without a request, else
+// the anonymous one whose request has been in progress longest.
 func (l *limitListener) displaceOldest() {
 	l.mu.Lock()
-	var oldest *limitConn
-	var since time.Time
-	for c, t := range l.waiting {
-		if oldest == nil || t.Before(since) {
-			oldest, since = c, t
-		}
+	oldest := oldestOf(l.waiting, func(*limitConn) bool { return true })
+	if oldest == nil {
+		oldest = oldestOf(l.busy, func(c *limitConn) bool { return !c.mark.Authenticated() })
 	}
 	delete(l.waiting, oldest)
+	delete(l.busy, oldest)
 	l.mu.Unlock()
 	if oldest != nil {
 		_ = oldest.Close()
 	}
+}
+
+// oldestOf returns the connection of m with the earliest time among those that may go.
+func oldestOf(m map[*limitConn]time.Time, may func(*limitConn) bool) *limitConn {
+	var oldest *limitConn
+	var since time.Time
+	for c, t := range m {
+		if (oldest == nil || t.Before(since)) && may(c) {
+			oldest, since = c, t
+		}
+	}
+	return oldest
 }
 
 // connState is the server's http.Server.ConnState: it tracks which connections have no
@@ -100,11 +113,13 @@ func (l *limitListener) connState(c net.Conn, st http.ConnState) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	delete(l.waiting, lc)
+	delete(l.busy, lc)
 	switch st {
 	case http.StateNew, http.StateIdle:
 		l.waiting[lc] = time.Now()
-	default:
-		delete(l.waiting, lc)
+	case http.StateActive:
+		l.busy[lc] = time.Now() // whether it is anonymous is asked when it would be displaced
 	}
 }
 
@@ -113,6 +128,7 @@ func (l *limitListener) forget(c *limitConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.waiting, c)
+	delete(l.busy, c)
 }
 
 // Close stops Accept, also while it waits for a slot.

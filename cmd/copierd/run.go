@@ -98,7 +98,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /readyz, /metrics and a status page on HOST:PORT (empty: off)")
 	fs.StringVar(&f.httpAddrFile, "http-addr-file", "", "once --http listens, write the address it listens on to this file (for supervisors and tests that pass port 0)")
 	fs.StringVar(&f.traceCopies, "trace-copies", "", "record every order's stages (master event, feed, mailbox, reconcile queue, broker slot, wire, reply) and write them to this file when the node stops (load tests; off by default)")
-	fs.IntVar(&f.httpMaxConns, "http-max-conns", 0, "most HTTP connections open at once; a newcomer displaces the oldest without a request in progress, else waits (0: a quarter of the file descriptor limit, at most 256)")
+	fs.IntVar(&f.httpMaxConns, "http-max-conns", 0, "most HTTP connections open at once; a newcomer displaces the oldest without a request in progress, else the oldest anonymous one with a request in progress, else waits (0: a quarter of the file descriptor limit, at most 256)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR networks of TLS-terminating reverse proxies whose X-Forwarded-Proto (Secure session cookies) and X-Forwarded-For (login throttling) are believed")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
