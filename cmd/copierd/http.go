@@ -48,7 +48,8 @@ type statusHTTP struct {
 	// stopping makes /readyz answer 503 while the process shuts down.
 	stopping atomic.Bool
 	// checks are further conditions of readiness (the demo's FIX front accepting, a
-	// node's bridge connected or FIX session logged on): /readyz answers 503 with the first one that fails.
+	// node's bridge connected or FIX session logged on): /readyz answers 503 with the
+	// first one that fails.
 	checksMu sync.Mutex
 	checks   []readyCheck
 }
@@ -158,10 +159,11 @@ func (s *statusHTTP) ready() (bool, string) {
 // the port could otherwise hold connections until the process runs out of file
 // descriptors, and then the lease cycle cannot reach the database.
 const (
-	httpReadHeaderTimeout = 10 * time.Second // on a connection a request authenticated on
-	// httpAnonHeaderTimeout is the header timeout of every other connection, from accept
+	// httpReadHeaderTimeout is the header timeout of a connection a request has
+	// authenticated on; httpAnonHeaderTimeout that of every other, counted from accept
 	// (such a connection serves one request; see limitListener): probes, scrapes and
 	// browsers send their headers at once, slowloris clients are cut five times sooner.
+	httpReadHeaderTimeout = 10 * time.Second
 	httpAnonHeaderTimeout = 2 * time.Second
 	httpReadTimeout       = 30 * time.Second // a whole request, body included (bodies are ≤ 1 MiB)
 	httpWriteTimeout      = 30 * time.Second // a whole answer (a drain extends its own)

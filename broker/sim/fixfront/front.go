@@ -61,7 +61,7 @@ type Options struct {
 	// Token, when set, is the shared secret every Logon must carry in RawData (96), with
 	// RawDataLength (95): the FIX side of `copierd sim --token`, which the bridge's clients
 	// present in their handshake. A Logon without it or with another is refused before its
-	// credentials are looked at. Compared in constant time; never logged. Empty: no token.
+	// password is checked. Compared in constant time; never logged. Empty: no token.
 	Token string
 	// Strict makes the front a venue that knows only standard FIX 4.4 (`copierd sim
 	// --fix-dialect fix44`): every application message is validated against the stock
