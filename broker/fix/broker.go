@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,10 @@ type Config struct {
 	PollPositions time.Duration
 	// ReconnectMin and ReconnectMax bound the exponential backoff between attempts.
 	ReconnectMin, ReconnectMax time.Duration
+	// Token, when set, goes in every Logon as RawData (96) with RawDataLength (95): the
+	// venue's shared secret for all accounts of the node, where it requires one (`copierd
+	// sim --token`), beside each account's own password. Never logged.
+	Token string
 	// Log receives session events; the password is never logged.
 	Log zerolog.Logger
 	// Dialect is the venues' FIX dialect where an account names none (Credentials.FIX.
@@ -125,6 +130,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ReconnectMax < c.ReconnectMin {
 		c.ReconnectMax = max(DefaultReconnectMax, c.ReconnectMin)
 	}
+	if strings.ContainsRune(c.Token, '\x01') {
+		return c, errors.New("fix: the venue token contains SOH (0x01), which FIX cannot carry")
+	}
 	d, err := fixwire.ParseDialect(string(c.Dialect))
 	if err != nil {
 		return c, fmt.Errorf("fix: %w", err)
@@ -144,6 +152,8 @@ type Broker struct {
 
 	mu   sync.Mutex
 	sent map[string]*sentOrders // by login
+	// health is the sessions' logon state, for Connected.
+	health health
 
 	// wire, when set (tests, before any Connect), sees every message as it is written.
 	wire func(raw string)

@@ -165,6 +165,13 @@ func (s *session) run(first chan<- error) {
 		s.setDown()
 		s.drainEvents()
 		switch {
+		case closing, ev.kind == evLogon:
+		case ev.kind == evRefused:
+			s.b.health.failed(fmt.Errorf("logon refused: %s", ev.text))
+		default:
+			s.b.health.failed(fmt.Errorf("cannot log on: %s", ev.text))
+		}
+		switch {
 		case closing:
 			s.end(errClosed())
 			report(errClosed())
@@ -254,6 +261,7 @@ func (s *session) setUp() {
 	s.loggedOn = true
 	s.down = make(chan struct{})
 	close(s.up)
+	s.b.health.loggedOn()
 }
 
 // setDown marks the logon ended: pending calls fail, feeds close, symbols are read again
@@ -267,6 +275,11 @@ func (s *session) setDown() {
 	s.loggedOn = false
 	s.up = make(chan struct{})
 	close(s.down)
+	if s.closed {
+		s.b.health.loggedOff(nil)
+	} else {
+		s.b.health.loggedOff(errors.New("a session's logon ended"))
+	}
 	feeds := s.feeds
 	s.feeds = map[string]*feed{}
 	s.syms = nil
@@ -534,11 +547,16 @@ func (s *session) OnLogout(quickfix.SessionID) {
 	s.event(sessEvent{kind: evDown, text: "logged out"})
 }
 
-// ToAdmin implements quickfix.Application: the Logon carries the credentials.
+// ToAdmin implements quickfix.Application: the Logon carries the credentials (and the
+// venue's token).
 func (s *session) ToAdmin(m *quickfix.Message, _ quickfix.SessionID) {
 	if m.IsMsgTypeOf(fixwire.MsgLogon) {
 		m.Body.SetString(fixwire.TagUsername, logonUser(s.creds))
 		m.Body.SetString(fixwire.TagPassword, s.creds.Password)
+		if t := s.b.cfg.Token; t != "" {
+			m.Body.SetInt(fixwire.TagRawDataLength, len(t))
+			m.Body.SetString(fixwire.TagRawData, t)
+		}
 	}
 	if s.b.wire != nil {
 		s.b.wire(m.String())

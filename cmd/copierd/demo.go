@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -155,6 +156,7 @@ type demo struct {
 
 	sim       *sim.Server
 	fixAddr   string // the simulator's FIX front, with --broker fix
+	fixToken  string // the front's token, which the nodes' logons carry
 	front     *fixfront.Front
 	pool      *pgxpool.Pool
 	masters   []demoMaster
@@ -233,7 +235,8 @@ func (d *demo) run(ctx context.Context) (code int) {
 	}
 	d.sim = sim.New(sim.Config{Seed: int64(d.f.seed), AutoProvision: true})
 	if d.f.broker == "fix" {
-		front, err := fixfront.Start("127.0.0.1:0", d.sim, d.sim, fixfront.Options{Log: d.log, MaxConns: fixFrontMaxConns()})
+		d.fixToken = rand.Text()
+		front, err := fixfront.Start("127.0.0.1:0", d.sim, d.sim, fixfront.Options{Token: d.fixToken, Log: d.log, MaxConns: fixFrontMaxConns()})
 		if err != nil {
 			return fail(err)
 		}
@@ -471,7 +474,7 @@ func (d *demo) startNodes(ctx context.Context) (stop func()) {
 		var bk broker.Broker = d.sim
 		if d.fixAddr != "" {
 			// One FIX broker per node, as separate processes would have.
-			if bk, err = fix.New(fix.Config{Addr: d.fixAddr, Log: d.log}); err != nil {
+			if bk, err = fix.New(fix.Config{Addr: d.fixAddr, Token: d.fixToken, Log: d.log}); err != nil {
 				d.log.Error().Err(err).Str("node", id).Msg("fix broker")
 				return stop
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/internal/connauth"
 	"github.com/snapcopier/copier/reconcile/follower"
 )
 
@@ -28,8 +29,8 @@ import (
 //
 //	GET /healthz  200 while the process is up
 //	GET /readyz   200 when every node holds a trusted lease (node.Ready) and every check
-//	              holds (a node's bridge is connected, the demo's FIX front accepts
-//	              connections), else 503
+//	              holds (a node's bridge is connected or a FIX session logged on, the
+//	              demo's FIX front accepts connections), else 503
 //	GET /metrics  Prometheus text format, one series per node (label node)
 //	GET /status   a plain HTML status page (refreshes itself every few seconds)
 //	/             the operator console once mounted (see consolemount.go), else the status page
@@ -47,7 +48,8 @@ type statusHTTP struct {
 	// stopping makes /readyz answer 503 while the process shuts down.
 	stopping atomic.Bool
 	// checks are further conditions of readiness (the demo's FIX front accepting, a
-	// node's bridge connected): /readyz answers 503 with the first one that fails.
+	// node's bridge connected or FIX session logged on): /readyz answers 503 with the
+	// first one that fails.
 	checksMu sync.Mutex
 	checks   []readyCheck
 }
@@ -94,7 +96,20 @@ func (s *statusHTTP) handler() http.Handler {
 		}
 		http.NotFound(w, r)
 	})
-	return baseHeaders(mux)
+	return baseHeaders(closeAnonymous(mux))
+}
+
+// closeAnonymous tells a client on an anonymous connection that sends no credentials (a
+// probe, a scrape) that the connection closes after the answer, as limitListener closes
+// it: the client then does not try to reuse it. A request with credentials may
+// authenticate its connection, which then stays open.
+func closeAnonymous(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m := connauth.Of(r.Context()); m != nil && !m.Authenticated() && r.Header.Get("Authorization") == "" && r.Header.Get("Cookie") == "" {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // baseHeaders sets the security headers of every response of the process's HTTP port
@@ -144,7 +159,12 @@ func (s *statusHTTP) ready() (bool, string) {
 // the port could otherwise hold connections until the process runs out of file
 // descriptors, and then the lease cycle cannot reach the database.
 const (
+	// httpReadHeaderTimeout is the header timeout of a connection a request has
+	// authenticated on; httpAnonHeaderTimeout that of every other, counted from accept
+	// (such a connection serves one request; see limitListener): probes, scrapes and
+	// browsers send their headers at once, slowloris clients are cut five times sooner.
 	httpReadHeaderTimeout = 10 * time.Second
+	httpAnonHeaderTimeout = 2 * time.Second
 	httpReadTimeout       = 30 * time.Second // a whole request, body included (bodies are ≤ 1 MiB)
 	httpWriteTimeout      = 30 * time.Second // a whole answer (a drain extends its own)
 	httpIdleTimeout       = 30 * time.Second // a keep-alive connection without a request
@@ -167,16 +187,17 @@ func serveHTTP(ctx context.Context, l net.Listener, h http.Handler, maxConns int
 	if maxConns <= 0 {
 		maxConns = defaultHTTPMaxConns()
 	}
-	ll := newLimitListener(l, maxConns)
+	ll := newLimitListener(l, maxConns, httpAnonHeaderTimeout)
 	runHTTP(ctx, newHTTPServer(h, ll, log), ll, log)
 }
 
-// newHTTPServer is the server of serveHTTP: its limits, and its connection states reported
-// to ll (which connections may be displaced).
+// newHTTPServer is the server of serveHTTP: its limits, its connection states reported
+// to ll (which connections may be displaced, which are anonymous) and each connection's
+// authentication mark in its requests' context (internal/connauth, set by the console).
 func newHTTPServer(h http.Handler, ll *limitListener, log zerolog.Logger) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
 		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, MaxHeaderBytes: httpMaxHeaderBytes,
-		ErrorLog: stdlog.New(logWriter{log}, "", 0), ConnState: ll.connState}
+		ErrorLog: stdlog.New(logWriter{log}, "", 0), ConnState: ll.connState, ConnContext: connContext}
 }
 
 // runHTTP serves srv on ll until ctx ends, then shuts it down gracefully.
@@ -202,101 +223,6 @@ type logWriter struct{ log zerolog.Logger }
 func (w logWriter) Write(p []byte) (int, error) {
 	w.log.Warn().Msg(strings.TrimSpace(string(p)))
 	return len(p), nil
-}
-
-// limitListener holds at most its capacity of connections. When all are taken, a new
-// connection displaces the oldest one that has no request in progress (one still
-// sending its headers, or an idle keep-alive one); only when every connection is busy
-// with a request does the newcomer wait for a free slot. So slow-header (slowloris) or
-// idle connections cannot keep a probe or a scrape out: they once held all 256 slots and
-// /healthz waited 10–17 s.
-type limitListener struct {
-	net.Listener
-	slots     chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-
-	mu      sync.Mutex
-	waiting map[*limitConn]time.Time // no request in progress, since when
-}
-
-func newLimitListener(l net.Listener, n int) *limitListener {
-	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}),
-		waiting: map[*limitConn]time.Time{}}
-}
-
-// Accept accepts, then takes a slot: a free one, else one freed by displacing the oldest
-// connection without a request in progress, else the next one freed.
-func (l *limitListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case l.slots <- struct{}{}:
-	default:
-		l.displaceOldest()
-		select {
-		case l.slots <- struct{}{}:
-		case <-l.done:
-			_ = c.Close()
-			return nil, net.ErrClosed
-		}
-	}
-	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
-}
-
-// displaceOldest closes the connection that has waited longest without a request.
-func (l *limitListener) displaceOldest() {
-	l.mu.Lock()
-	var oldest *limitConn
-	var since time.Time
-	for c, t := range l.waiting {
-		if oldest == nil || t.Before(since) {
-			oldest, since = c, t
-		}
-	}
-	delete(l.waiting, oldest)
-	l.mu.Unlock()
-	if oldest != nil {
-		_ = oldest.Close()
-	}
-}
-
-// connState is the server's http.Server.ConnState: it tracks which connections have no
-// request in progress.
-func (l *limitListener) connState(c net.Conn, st http.ConnState) {
-	lc, ok := c.(*limitConn)
-	if !ok {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch st {
-	case http.StateNew, http.StateIdle:
-		l.waiting[lc] = time.Now()
-	default:
-		delete(l.waiting, lc)
-	}
-}
-
-// Close stops Accept, also while it waits for a slot.
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-// limitConn gives its slot back when closed.
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
 }
 
 // checkListenAddr validates a host:port listen address without binding it.

@@ -43,7 +43,8 @@ for trying things out), "bridge://HOST:PORT" (a bridge server, e.g. 'copierd sim
 token comes from --bridge-token) or "fix://HOST:PORT" / "fix+tls://HOST:PORT" (a FIX 4.4
 venue, e.g. a cTrader broker's TRADE endpoint or 'copierd sim --fix'; each account logs on
 with its login and password and the account's FIX session settings (SenderCompID: else the
-server field, else the login);
+server field, else the login), and with --fix-token in RawData (96) where the venue wants
+one ('copierd sim --token');
 ?target-comp-id=, ?target-sub-id= and ?sender-sub-id= set the other header ids;
 ?poll-positions=1s makes master feeds poll positions, for venues that do not report an
 account's trades made outside the session; ?dialect=fix44 speaks standard FIX 4.4 only to
@@ -59,6 +60,7 @@ trusted lease), /metrics (Prometheus) and / (a status page) are served.`
 // runFlags are the flags of copierd run.
 type runFlags struct {
 	dbURL, platform, broker, bridgeToken, nodeID string
+	fixToken                                     string
 	capacity                                     int
 	lease, fence, interval, clockSkew            time.Duration
 	reconcileEvery, orderTimeout, equityEvery    time.Duration
@@ -79,6 +81,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.platform, "platform", "", "platform of the followers this node claims, e.g. mt5 or sim (required)")
 	fs.StringVar(&f.broker, "broker", "", `trade server: "sim" (in-process simulator), "bridge://HOST:PORT" or "fix://HOST:PORT" / "fix+tls://HOST:PORT" (required)`)
 	fs.StringVar(&f.bridgeToken, "bridge-token", "", "shared secret of the bridge server (never logged)")
+	fs.StringVar(&f.fixToken, "fix-token", "", "shared secret a fix:// venue requires in every Logon's RawData (96), e.g. the --token of 'copierd sim --fix' (never logged; empty: none sent)")
 	fs.StringVar(&f.nodeID, "node-id", "", "this node's name in trading_accounts.node_id (default <platform>-<hostname>)")
 	fs.IntVar(&f.capacity, "capacity", 1000, "most follower accounts this node holds (0 claims none)")
 	fs.DurationVar(&f.lease, "lease", leasekeeper.DefaultLease, "lease length: lease_until = now() + lease on every renewal")
@@ -95,7 +98,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /readyz, /metrics and a status page on HOST:PORT (empty: off)")
 	fs.StringVar(&f.httpAddrFile, "http-addr-file", "", "once --http listens, write the address it listens on to this file (for supervisors and tests that pass port 0)")
 	fs.StringVar(&f.traceCopies, "trace-copies", "", "record every order's stages (master event, feed, mailbox, reconcile queue, broker slot, wire, reply) and write them to this file when the node stops (load tests; off by default)")
-	fs.IntVar(&f.httpMaxConns, "http-max-conns", 0, "most HTTP connections open at once; a newcomer displaces the oldest without a request in progress, else waits (0: a quarter of the file descriptor limit, at most 256)")
+	fs.IntVar(&f.httpMaxConns, "http-max-conns", 0, "most HTTP connections open at once; a newcomer displaces the oldest without a request in progress, else the oldest anonymous one with a request in progress, else waits (0: a quarter of the file descriptor limit, at most 256)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR networks of TLS-terminating reverse proxies whose X-Forwarded-Proto (Secure session cookies) and X-Forwarded-For (login throttling) are believed")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
@@ -139,6 +142,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	bk, err := parseBrokerSpec(f.broker)
 	if err != nil {
 		return usageErr(err)
+	}
+	if f.fixToken != "" && bk.kind != brokerFIX {
+		return usageErr(errors.New("--fix-token (or COPIER_FIX_TOKEN) is for a fix:// broker; a bridge's token is --bridge-token"))
 	}
 	if f.httpAddr != "" {
 		if err := checkListenAddr("http", f.httpAddr); err != nil {
@@ -285,10 +291,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		web.addCheck("bridge", c.Connected)
 		b = c
 	case brokerFIX:
-		fb, err := fix.New(bk.fixConfig(log))
+		fcfg := bk.fixConfig(log)
+		fcfg.Token = f.fixToken
+		fb, err := fix.New(fcfg)
 		if err != nil {
 			return usageErr(err)
 		}
+		// No node-level connection: ready while a session is logged on (or none failed).
+		web.addCheck("FIX", fb.Connected)
 		b = fb
 	}
 

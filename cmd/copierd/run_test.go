@@ -184,6 +184,7 @@ func TestRunBadConfigExitsTwoWithOneLine(t *testing.T) {
 		{"fix without port", base("--broker", "fix://host"), nil, "HOST:PORT is required"},
 		{"fix with unknown parameter", base("--broker", "fix+tls://h:1?sender=x"), nil, `unknown parameter "sender"`},
 		{"bridge with a query", base("--broker", "bridge://h:1?target-comp-id=x"), nil, "unexpected path or query"},
+		{"fix token for a bridge", base("--broker", "bridge://h:1", "--fix-token", "t"), nil, "--fix-token (or COPIER_FIX_TOKEN) is for a fix:// broker"},
 		{"fence equals lease", base("--lease", "10s", "--fence", "10s"), nil, "fence (10s) must be shorter than lease (10s)"},
 		{"fence above lease", base("--lease", "10s", "--fence", "20s"), nil, "must be shorter than lease"},
 		{"interval too long", base("--lease", "60s", "--fence", "15s", "--interval", "50s"), nil, "interval (50s) must be shorter than lease − fence (45s)"},
@@ -267,7 +268,7 @@ func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
 	}
 	flags := map[string][]string{
 		"run": {"database-url", "platform", "broker", "bridge-token", "node-id", "capacity", "lease", "fence", "interval",
-			"clock-skew", "http", "log-format", "log-level", "COPIER_BRIDGE_TOKEN"},
+			"clock-skew", "http", "log-format", "log-level", "COPIER_BRIDGE_TOKEN", "fix-token", "COPIER_FIX_TOKEN"},
 		"sim": {"listen", "seed", "token", "requote-rate", "timeout-rate", "disconnect-rate", "drop-event-rate", "latency",
 			"enforce-tokens", "dedup", "fix", "fix-comp-id", "fix-dialect"},
 		"demo":        {"database-url", "nodes", "masters", "followers", "http", "duration"},

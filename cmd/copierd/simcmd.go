@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/bridge"
@@ -24,15 +25,17 @@ request in [0, 1]; a seeded random source decides, so a run repeats.
 
 With --fix ADDR the same server is also a FIX 4.4 acceptor (broker/sim/fixfront) with
 cTrader-style semantics: logon with the account's login (553) and password (554),
-TargetCompID --fix-comp-id. See broker/fix/FIX.md.`
+TargetCompID --fix-comp-id, and the --token in RawData (96) (nodes: 'copierd run --broker
+fix://HOST:PORT --fix-token T'; refused logons are logged at most once a second). See
+broker/fix/FIX.md.`
 
 // runSim is the sim subcommand.
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("sim", simSynopsis, stderr)
 	listen := fs.String("listen", "127.0.0.1:7400", "TCP address to serve the bridge on (port 0 picks a free one)")
 	seed := fs.Int64("seed", 1, "seed of every random decision (prices, faults, dropped events)")
-	token := fs.String("token", "", "shared secret bridge clients must present (required unless --insecure; never logged)")
-	insecure := fs.Bool("insecure", false, "serve the bridge without a token: anyone who reaches the port is accepted")
+	token := fs.String("token", "", "shared secret bridge clients must present, and FIX clients in every Logon's RawData (96) (required unless --insecure; never logged)")
+	insecure := fs.Bool("insecure", false, "serve the bridge and the FIX acceptor without a token: anyone who reaches the ports is accepted")
 	autoProvision := fs.Bool("auto-provision", true, "create unknown accounts on first connect (balance 10,000 USD, leverage 100, hedging)")
 	triggerStops := fs.Bool("trigger-stops", false, "close positions whose SL or TP the price reaches")
 	requote := fs.Float64("requote-rate", 0, "share of orders rejected with a requote (retryable)")
@@ -80,6 +83,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *token == "" && !*insecure {
 		return usageErr(errors.New("--token (or COPIER_TOKEN) is required: the bridge's control API provisions accounts and moves prices; --insecure serves it to anyone"))
 	}
+	if *fixAddr != "" && strings.ContainsRune(*token, '\x01') {
+		return usageErr(errors.New("--token holds SOH (0x01), which a FIX Logon cannot carry"))
+	}
 	log, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
 		return usageErr(err)
@@ -99,7 +105,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	if *fixAddr != "" {
-		front, err := fixfront.Start(*fixAddr, srv, srv, fixfront.Options{CompID: *fixCompID, Log: log, Strict: dialect == fixwire.DialectFIX44, MaxConns: fixFrontMaxConns()})
+		front, err := fixfront.Start(*fixAddr, srv, srv, fixfront.Options{CompID: *fixCompID, Token: *token, Log: log, Strict: dialect == fixwire.DialectFIX44, MaxConns: fixFrontMaxConns()})
 		if err != nil {
 			_ = l.Close()
 			fmt.Fprintf(stderr, "copierd sim: %s\n", oneLine(err))

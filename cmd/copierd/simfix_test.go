@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,19 +19,21 @@ import (
 // bridge; a FIX broker logs on, trades and sees the position; the sim stops cleanly.
 func TestSimServesFIX(t *testing.T) {
 	simCLI := startCLI(t, "sim", "--listen", "127.0.0.1:0", "--token", "bridge-secret", "--fix", "127.0.0.1:0", "--log-level", "error")
-	var addr string
-	eventually(t, "FIX acceptor", 20*time.Second, func() string {
-		if _, after, ok := strings.Cut(simCLI.stdout.String(), "sim FIX acceptor on "); ok {
-			addr, _, _ = strings.Cut(after, " ")
-			return ""
-		}
-		return "no 'sim FIX acceptor' line"
-	})
-	b, err := fix.New(fix.Config{Addr: addr})
+	addr := simFIXAddr(t, simCLI)
+	ctx := context.Background()
+	// The sim's --token is the FIX front's too (it accepted any logon); the wrong and
+	// missing tokens' refusals are TestTokenOnLogon's.
+	nobody, err := fix.New(fix.Config{Addr: addr, Token: "bridge-secreT"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	if _, err := nobody.Connect(ctx, broker.Credentials{Login: "fix-cli", Password: "any"}); broker.ClassOf(err) != broker.ErrPermanent || !strings.Contains(err.Error(), "RawData (96)") {
+		t.Fatalf("another token: %v, want a permanent refusal naming RawData (96)", err)
+	}
+	b, err := fix.New(fix.Config{Addr: addr, Token: "bridge-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, err := b.Connect(ctx, broker.Credentials{Login: "fix-cli", Password: "any"})
 	if err != nil {
 		t.Fatalf("connect over FIX: %v", err)
@@ -66,18 +69,11 @@ func TestSimServesFIX(t *testing.T) {
 // standard FIX 4.4: a ctrader client's SecurityListRequest is refused at once, classified.
 func TestSimServesStrictFIX(t *testing.T) {
 	simCLI := startCLI(t, "sim", "--listen", "127.0.0.1:0", "--token", "bridge-secret", "--fix", "127.0.0.1:0", "--fix-dialect", "fix44", "--log-level", "error")
-	var addr string
-	eventually(t, "FIX acceptor", 20*time.Second, func() string {
-		if _, after, ok := strings.Cut(simCLI.stdout.String(), "sim FIX acceptor on "); ok {
-			addr, _, _ = strings.Cut(after, " ")
-			return ""
-		}
-		return "no 'sim FIX acceptor' line"
-	})
+	addr := simFIXAddr(t, simCLI)
 	if !strings.Contains(simCLI.stdout.String(), "dialect fix44") {
 		t.Fatalf("the acceptor line does not name the dialect: %q", simCLI.stdout.String())
 	}
-	b, err := fix.New(fix.Config{Addr: addr, ReplyTimeout: time.Hour})
+	b, err := fix.New(fix.Config{Addr: addr, Token: "bridge-secret", ReplyTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,16 +100,9 @@ func TestRunOverFIXToSim(t *testing.T) {
 		t.Fatal(err)
 	}
 	simCLI := startCLI(t, "sim", "--listen", "127.0.0.1:0", "--token", "bridge-secret", "--fix", "127.0.0.1:0", "--log-level", "error")
-	var addr string
-	eventually(t, "FIX acceptor", 20*time.Second, func() string {
-		if _, after, ok := strings.Cut(simCLI.stdout.String(), "sim FIX acceptor on "); ok {
-			addr, _, _ = strings.Cut(after, " ")
-			return ""
-		}
-		return "no 'sim FIX acceptor' line"
-	})
+	addr := simFIXAddr(t, simCLI)
 	node := startCLI(t, "run", "--database-url", db.URL, "--platform", "sim", "--broker", "fix://"+addr+"?target-sub-id=TRADE",
-		"--node-id", "fixed", "--lease", "3s", "--fence", "1s", "--interval", "300ms", "--http", "127.0.0.1:0")
+		"--fix-token", "bridge-secret", "--node-id", "fixed", "--lease", "3s", "--fence", "1s", "--interval", "300ms", "--http", "127.0.0.1:0")
 	var httpAddr string
 	eventually(t, "http listening", 20*time.Second, func() string {
 		var ok bool
@@ -135,11 +124,26 @@ func TestRunOverFIXToSim(t *testing.T) {
 		}
 		return ""
 	})
-	if code := node.stop(t, 30*time.Second); code != exitOK {
-		t.Fatalf("node exit %d: %s", code, node.stderr.String())
-	}
+	// /readyz follows the FIX sessions: ready while the account's session is logged on,
+	// 503 naming FIX once the venue is gone (it said "ready" with no session).
+	eventually(t, "/readyz ready", 30*time.Second, func() string {
+		if code, body, err := httpGet("http://" + httpAddr + "/readyz"); err != nil || code != 200 {
+			return fmt.Sprintf("%d %q %v", code, body, err)
+		}
+		return ""
+	})
 	if code := simCLI.stop(t, 10*time.Second); code != exitOK {
 		t.Fatalf("sim exit %d: %s", code, simCLI.stderr.String())
+	}
+	eventually(t, "/readyz names the lost FIX sessions", 30*time.Second, func() string {
+		code, body, err := httpGet("http://" + httpAddr + "/readyz")
+		if err != nil || code != 503 || !strings.Contains(body, "FIX: fix: no session logged on to "+addr) {
+			return fmt.Sprintf("%d %q %v", code, body, err)
+		}
+		return ""
+	})
+	if code := node.stop(t, 30*time.Second); code != exitOK {
+		t.Fatalf("node exit %d: %s", code, node.stderr.String())
 	}
 }
 
@@ -162,4 +166,19 @@ func TestDemoOverFIX(t *testing.T) {
 	if code, _, errs := runCLI(t, nil, "demo", "--broker", "bridge"); code != exitUsage || !strings.Contains(errs, `--broker "bridge"`) {
 		t.Fatalf("bad --broker: exit %d stderr %q", code, errs)
 	}
+}
+
+// simFIXAddr waits for a 'copierd sim --fix' to report its FIX acceptor and returns its
+// address.
+func simFIXAddr(t *testing.T, simCLI *background) string {
+	t.Helper()
+	var addr string
+	eventually(t, "FIX acceptor", 20*time.Second, func() string {
+		if _, after, ok := strings.Cut(simCLI.stdout.String(), "sim FIX acceptor on "); ok {
+			addr, _, _ = strings.Cut(after, " ")
+			return ""
+		}
+		return "no 'sim FIX acceptor' line"
+	})
+	return addr
 }

@@ -176,6 +176,11 @@ const (
 	TagCxlRejReason       = tag.CxlRejReason
 	TagCxlRejRespTo       = tag.CxlRejResponseTo
 	TagTimeInForce        = tag.TimeInForce
+
+	// RawDataLength (95) and RawData (96) of a Logon carry the venue's shared token (a
+	// node-level secret like the bridge's, `copierd sim --token`), when it requires one.
+	TagRawDataLength = tag.RawDataLength
+	TagRawData       = tag.RawData
 )
 
 // Values of enumerated fields used on both sides.

@@ -13,7 +13,8 @@
 // its Logon within Options.LogonTimeout, one message is at most Options.MaxMessageSize,
 // and the accept loop backs off on errors (out of descriptors) instead of stopping (the
 // patched acceptor, third_party/quickfix/PATCHES.md; Health reports it for readiness).
-// A Logon is refused, with a Logout naming the reason, for a bad CheckSum, a user name or
+// A Logon is refused, with a Logout naming the reason, without the front's token
+// (Options.Token) in RawData (96) or with another, for a bad CheckSum, a user name or
 // password that is too long (64 / 256 bytes), not UTF-8 or holds a control character, and
 // for a password other than that of the login's first accepted logon (the simulator's
 // auto-provisioned accounts accept any password; the front remembers a hash of the first
@@ -57,6 +58,11 @@ type Options struct {
 	OnOrder func(login, clOrdID string)
 	// Now is the front's clock for an order's deadline (9003); default time.Now.
 	Now func() time.Time
+	// Token, when set, is the shared secret every Logon must carry in RawData (96), with
+	// RawDataLength (95): the FIX side of `copierd sim --token`, which the bridge's clients
+	// present in their handshake. A Logon without it or with another is refused before its
+	// password is checked. Compared in constant time; never logged. Empty: no token.
+	Token string
 	// Strict makes the front a venue that knows only standard FIX 4.4 (`copierd sim
 	// --fix-dialect fix44`): every application message is validated against the stock
 	// FIX 4.4 dictionary, a tag it does not define for the message type (our custom tags
@@ -465,6 +471,9 @@ func (f *Front) checkLogon(msg *quickfix.Message, id quickfix.SessionID, user, p
 		return err.Error()
 	}
 	if err := checkCredentials(user, pass); err != nil {
+		return err.Error()
+	}
+	if err := checkToken(f.opts.Token, msg); err != nil {
 		return err.Error()
 	}
 	if !f.passwords.check(user, pass) {

@@ -128,6 +128,13 @@ func TestFrontRefusesNegativeBounds(t *testing.T) {
 // than the test's, so it reports a failed dial with t.Error, not t.Fatal.
 func rawLogon(t *testing.T, addr, user, pass string, badSum bool) string {
 	t.Helper()
+	return rawLogonWith(t, addr, "553="+user+"\x01554="+pass+"\x01", badSum)
+}
+
+// rawLogonWith is rawLogon with the Logon's body fields after HeartBtInt and
+// ResetSeqNumFlag given as they go on the wire.
+func rawLogonWith(t *testing.T, addr, fields string, badSum bool) string {
+	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Error(err)
@@ -135,7 +142,7 @@ func rawLogon(t *testing.T, addr, user, pass string, badSum bool) string {
 	}
 	defer c.Close()
 	body := "35=A\x0149=raw\x0156=cServer\x0134=1\x0152=" + time.Now().UTC().Format("20060102-15:04:05.000") +
-		"\x0198=0\x01108=30\x01141=Y\x01553=" + user + "\x01554=" + pass + "\x01"
+		"\x0198=0\x01108=30\x01141=Y\x01" + fields
 	msg := fmt.Sprintf("8=FIX.4.4\x019=%d\x01%s", len(body), body)
 	sum := 0
 	for i := range len(msg) {
@@ -224,4 +231,42 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestFrontChecksTheToken: with Options.Token (`copierd sim --token`), a Logon is accepted
+// only with the token in RawData (96); a missing, wrong, or wrongly sized one is refused
+// with the reason (any logon was accepted), logged without the token.
+func TestFrontChecksTheToken(t *testing.T) {
+	const token = "s3cret-token"
+	var logBuf syncBuffer
+	f := startFront(t, fixfront.Options{Token: token, Log: zerolog.New(&logBuf)})
+	logon := func(raw string) string {
+		return rawLogonWith(t, f.Addr(), raw+"553=carol\x01554=pw\x01", false)
+	}
+	withToken := func(n int, v string) string { return fmt.Sprintf("95=%d\x0196=%s\x01", n, v) }
+	if r := logon(withToken(len(token), token)); !strings.Contains(r, "\x0135=A\x01") {
+		t.Fatalf("the right token refused: %q", r)
+	}
+	for name, c := range map[string]struct{ raw, reason string }{
+		"missing":      {"", "requires its token in RawData (96)"},
+		"wrong":        {withToken(len(token), "s3cret-tokem"), "bad token in RawData (96)"},
+		"empty":        {withToken(0, ""), "bad token in RawData (96)"},
+		"prefix":       {withToken(len(token)-1, token[:len(token)-1]), "bad token in RawData (96)"},
+		"wrong length": {withToken(3, token), "RawDataLength (95)"},
+	} {
+		r := logon(c.raw)
+		if !strings.Contains(r, "\x0135=5\x01") || !strings.Contains(r, c.reason) {
+			t.Errorf("%s token: reply %q, want a Logout naming %q", name, r, c.reason)
+		}
+	}
+	if n := len(f.Logons()); n != 1 {
+		t.Fatalf("%d logons recorded, want the one with the token", n)
+	}
+	// The front logs a refusal before it answers: the first one is in the log.
+	if !strings.Contains(logBuf.String(), "fix logon refused") {
+		t.Fatalf("no refusal logged: %q", logBuf.String())
+	}
+	if strings.Contains(logBuf.String(), "s3cret") {
+		t.Fatalf("the token was logged: %s", logBuf.String())
+	}
 }

@@ -9,6 +9,10 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/quickfixgo/quickfix"
+
+	"github.com/snapcopier/copier/broker/fix/fixwire"
 )
 
 // Bounds of a Logon's credentials and of what the front remembers of logons.
@@ -48,6 +52,26 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
+}
+
+// checkToken refuses a Logon whose RawData (96) is not want (when want is set). The
+// digests are compared, in constant time, so neither the token nor its length leaks.
+func checkToken(want string, msg *quickfix.Message) error {
+	if want == "" {
+		return nil
+	}
+	if !msg.Body.Has(fixwire.TagRawData) {
+		return errors.New("the server requires its token in RawData (96)")
+	}
+	got, _ := msg.Body.GetString(fixwire.TagRawData)
+	if n, err := msg.Body.GetInt(fixwire.TagRawDataLength); err != nil || n != len(got) {
+		return errors.New("RawDataLength (95) must be the length of RawData (96)")
+	}
+	w, g := sha256.Sum256([]byte(want)), sha256.Sum256([]byte(got))
+	if subtle.ConstantTimeCompare(w[:], g[:]) != 1 {
+		return errors.New("bad token in RawData (96)")
+	}
+	return nil
 }
 
 // checkSum verifies a raw message's CheckSum (10): quickfixgo's acceptor does not check

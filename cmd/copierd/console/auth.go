@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/snapcopier/copier/internal/connauth"
 	"github.com/snapcopier/copier/internal/netsource"
 	"github.com/snapcopier/copier/store"
 )
@@ -290,6 +291,9 @@ func (a *authenticator) middleware(s *Server, next http.Handler) http.Handler {
 			s.unauthenticated(w, r, why)
 			return
 		}
+		// The connection has an operator on it: the server's anonymous limits (a short
+		// header timeout) no longer apply to it.
+		connauth.Authenticated(r.Context())
 		if isMutation(r) {
 			if msg, status := a.checkMutation(r, p); msg != "" {
 				s.refuse(w, r, status, msg)

@@ -27,6 +27,8 @@
 // session cookies are not affected. A source is an IPv4 address or an IPv6 /64; through a
 // trusted proxy (Options.TrustedProxies) it is the nearest X-Forwarded-For address that is
 // not a trusted proxy, so a guesser behind the proxy does not lock out everyone behind it.
+// A request that authenticates marks its connection (internal/connauth): the server holds
+// connections without that mark to a short header timeout and one request.
 // Without credentials the
 // console is read-only and answers only loopback clients addressed by a loopback host name
 // (a guard against DNS rebinding); CheckBind refuses a non-loopback listen address in that

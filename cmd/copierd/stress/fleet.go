@@ -36,6 +36,9 @@ func (r *runner) startNode() (*nodeProc, error) {
 		args = append(args, "--trace-copies", filepath.Join(o.OutDir, id+".trace"))
 	}
 	env := []string{"COPIER_DATABASE_URL=" + dbURL, "COPIER_BRIDGE_TOKEN=" + r.token}
+	if r.front != nil {
+		env = append(env, "COPIER_FIX_TOKEN="+r.token)
+	}
 	n, err := startNode(o.Copierd, id, o.OutDir, args, env, px)
 	if err != nil {
 		px.stop()

@@ -133,7 +133,7 @@ func (r *runner) setupBroker() error {
 	go func() { r.bridgeDone <- r.bridge.Serve(l) }()
 	r.logf("simulator serving the bridge on %s", r.bridgeAddr)
 	if r.o.Broker == "fix" {
-		if r.front, err = fixfront.Start("127.0.0.1:0", r.sim, r.sim, fixfront.Options{}); err != nil {
+		if r.front, err = fixfront.Start("127.0.0.1:0", r.sim, r.sim, fixfront.Options{Token: r.token}); err != nil {
 			return fmt.Errorf("stress: FIX front: %w", err)
 		}
 		r.logf("simulator serving FIX 4.4 on %s; the nodes trade over FIX", r.front.Addr())
