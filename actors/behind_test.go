@@ -8,41 +8,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/reconcile"
-	"github.com/snapcopier/copier/store"
 )
 
-// stallingBroker holds one account's next Open until released, and records the master
-// tickets of that account's orders.
-type stallingBroker struct {
-	broker.Broker
-	login   string
+// staller holds one account's next Open until released, and records the master tickets
+// of that account's orders.
+type staller struct {
 	mu      sync.Mutex
 	stall   chan struct{} // the next Open waits for it to close; nil: none
 	stalled chan struct{} // closed when an Open is held
 	orders  []string
 }
 
-func (b *stallingBroker) Connect(ctx context.Context, c broker.Credentials) (broker.Session, error) {
-	s, err := b.Broker.Connect(ctx, c)
-	if err != nil || c.Login != b.login {
-		return s, err
-	}
-	return &stallingSession{Session: s, b: b}, nil
-}
-
-func (b *stallingBroker) record(kind string, comment string) {
+func (b *staller) record(kind string, comment string) {
 	mt, _ := reconcile.ParseMarker(comment)
 	b.mu.Lock()
 	b.orders = append(b.orders, fmt.Sprintf("%s %d", kind, mt))
 	b.mu.Unlock()
 }
 
-func (b *stallingBroker) recorded() []string {
+func (b *staller) recorded() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.orders)
@@ -50,7 +36,7 @@ func (b *stallingBroker) recorded() []string {
 
 type stallingSession struct {
 	broker.Session
-	b *stallingBroker
+	b *staller
 }
 
 func (s *stallingSession) Open(ctx context.Context, r broker.OpenRequest) (broker.OrderResult, error) {
@@ -79,16 +65,11 @@ func (s *stallingSession) ClosePosition(ctx context.Context, r broker.CloseReque
 func TestBehindFollowerCoalesces(t *testing.T) {
 	c := newCluster(t, 1, 2)
 	stuck, free := c.followers[0], c.followers[1]
-	sb := &stallingBroker{Broker: c.sim, login: fmt.Sprintf("f%d", stuck), stall: make(chan struct{}), stalled: make(chan struct{})}
+	sb := &staller{stall: make(chan struct{}), stalled: make(chan struct{})}
 	release := sb.stall
-	n, err := actors.Start(context.Background(), actors.Config{NodeID: "n1", Platform: "sim", Capacity: 10, Lease: shortLease, ReconcileEvery: -1},
-		actors.Deps{Pool: c.db.NewPool(t, store.Options{}), Broker: sb, Logger: zerolog.Nop(), Observe: c.signals.Add})
-	must(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = n.Stop(ctx)
-	})
+	c.startOn("n1", 10, &loginBroker{Broker: c.sim, login: fmt.Sprintf("f%d", stuck), wrap: func(s broker.Session) broker.Session {
+		return &stallingSession{Session: s, b: sb}
+	}})
 	c.awaitIdle("both followers copying", 0, c.followers)
 
 	ctx := context.Background()

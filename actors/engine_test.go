@@ -96,6 +96,17 @@ func (c *cluster) start(name string, capacity int, pool *pgxpool.Pool) *actors.N
 // startWith is start with the node's configuration adjusted by tweak (when not nil).
 func (c *cluster) startWith(name string, capacity int, pool *pgxpool.Pool, tweak func(*actors.Config)) *actors.Node {
 	c.t.Helper()
+	return c.launch(name, capacity, pool, tweak, c.sim)
+}
+
+// startOn is start with the node trading through b (a wrapper of the simulator).
+func (c *cluster) startOn(name string, capacity int, b broker.Broker) *actors.Node {
+	c.t.Helper()
+	return c.launch(name, capacity, nil, nil, b)
+}
+
+func (c *cluster) launch(name string, capacity int, pool *pgxpool.Pool, tweak func(*actors.Config), b broker.Broker) *actors.Node {
+	c.t.Helper()
 	if pool == nil {
 		pool = c.db.NewPool(c.t, store.Options{})
 	}
@@ -104,7 +115,7 @@ func (c *cluster) startWith(name string, capacity int, pool *pgxpool.Pool, tweak
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	n, err := actors.Start(context.Background(), cfg, actors.Deps{Pool: pool, Broker: c.sim, Logger: log, Observe: c.signals.Add})
+	n, err := actors.Start(context.Background(), cfg, actors.Deps{Pool: pool, Broker: b, Logger: log, Observe: c.signals.Add})
 	must(c.t, err)
 	c.nodes[name] = n
 	c.t.Cleanup(func() {
@@ -305,3 +316,18 @@ func TestCopyingEndToEnd(t *testing.T) {
 }
 
 func roundPrice(p float64) float64 { return float64(int64(p*1e5+0.5)) / 1e5 }
+
+// loginBroker hands the sessions of one login to wrap; the others pass through.
+type loginBroker struct {
+	broker.Broker
+	login string
+	wrap  func(broker.Session) broker.Session
+}
+
+func (b *loginBroker) Connect(ctx context.Context, c broker.Credentials) (broker.Session, error) {
+	s, err := b.Broker.Connect(ctx, c)
+	if err != nil || c.Login != b.login {
+		return s, err
+	}
+	return b.wrap(s), nil
+}

@@ -7,36 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/reconcile/follower"
-	"github.com/snapcopier/copier/store"
 )
 
-// requotingBroker requotes the first n opens of one account, then lets them through.
-type requotingBroker struct {
-	broker.Broker
-	login string
-	left  atomic.Int32
-}
-
-func (b *requotingBroker) Connect(ctx context.Context, c broker.Credentials) (broker.Session, error) {
-	s, err := b.Broker.Connect(ctx, c)
-	if err != nil || c.Login != b.login {
-		return s, err
-	}
-	return &requotingSession{Session: s, b: b}, nil
-}
-
+// requotingSession requotes the first opens (left) of its account, then lets them through.
 type requotingSession struct {
 	broker.Session
-	b *requotingBroker
+	left *atomic.Int32
 }
 
 func (s *requotingSession) Open(ctx context.Context, r broker.OpenRequest) (broker.OrderResult, error) {
-	if s.b.left.Add(-1) >= 0 {
+	if s.left.Add(-1) >= 0 {
 		return broker.OrderResult{}, broker.NewError(broker.ErrRetryable, broker.CodeRequote, "requote")
 	}
 	return s.Session.Open(ctx, r)
@@ -53,16 +35,11 @@ func TestRequoteIsResent(t *testing.T) {
 	ctx := context.Background()
 	f := c.followers[0]
 	login := fmt.Sprintf("f%d", f)
-	rb := &requotingBroker{Broker: c.sim, login: login}
-	rb.left.Store(follower.MaxAttempts)
-	n, err := actors.Start(ctx, actors.Config{NodeID: "n1", Platform: "sim", Capacity: 10, Lease: shortLease, ReconcileEvery: -1},
-		actors.Deps{Pool: c.db.NewPool(t, store.Options{}), Broker: rb, Logger: zerolog.Nop(), Observe: c.signals.Add})
-	must(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = n.Stop(ctx)
-	})
+	var left atomic.Int32
+	left.Store(follower.MaxAttempts)
+	n := c.startOn("n1", 10, &loginBroker{Broker: c.sim, login: login, wrap: func(s broker.Session) broker.Session {
+		return &requotingSession{Session: s, left: &left}
+	}})
 	c.awaitIdle("follower idle", 0, []int64{f})
 
 	c.masterOpen(1, "EURUSD", broker.Buy, 0.5, 0, 0)
