@@ -576,8 +576,14 @@ func (c *core) finishHandOff(m handedOff, r *ready) {
 // claim if it has not reached it, and its result is released with the rest.
 func (c *core) shutdown(deadline time.Time, now instant) ready {
 	var r ready
-	if c.stopping || c.halted {
+	if c.halted {
+		// Nothing left to stop or release (the leases run out): answer at once rather than
+		// leave the caller waiting for its future to time out.
+		r.ShutdownDone = &ShutdownDone{Err: ErrHalted}
 		return r
+	}
+	if c.stopping {
+		return r // answered with the shutdown in progress
 	}
 	c.stopping = true
 	c.shutdownBy = cmp.Or(deadline, now.Wall.Add(DefaultShutdownTimeout))

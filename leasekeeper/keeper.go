@@ -65,8 +65,9 @@ const DefaultWakeJitter = 100 * time.Millisecond
 // claim's transaction must begin after the lease ended by the database's clock.
 const leaseEndMargin = 20 * time.Millisecond
 
-// ErrHalted is the error of a cycle that ended after Halt: its result was ignored.
-var ErrHalted = errors.New("leasekeeper: node halted; cycle result ignored")
+// ErrHalted is the error of a cycle that ended after Halt (its result was ignored) and
+// of a Shutdown after Halt (nothing is stopped or released: the leases run out).
+var ErrHalted = errors.New("leasekeeper: node halted")
 
 // tick starts a cycle; cycleDone carries its result back into the actor.
 type tick struct{ trigger Trigger }
