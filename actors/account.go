@@ -353,8 +353,10 @@ func (a *accountActor) status(ctx actor.Context) {
 }
 
 // at is the time of an input to the Core, with whether the account's lease is held now.
+// The Core reads the lease only to spare planning on a closed gate; every order it plans
+// passes the gate's own fresh check (send), so Likely (no system call) is enough here.
 func (a *accountActor) at() follower.At {
-	return follower.At{Now: a.e.now(), Lease: a.gate.HoldsLease()}
+	return follower.At{Now: a.e.now(), Lease: a.gate.Likely()}
 }
 
 // repairOffset is account id's first periodic repair after a claim: a fixed point of
