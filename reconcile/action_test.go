@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -95,5 +97,39 @@ func TestEnumNames(t *testing.T) {
 	}
 	if s := (Skip{MasterTicket: 5, Reason: SkipTooOld, Detail: "age 2m0s > 1m0s"}).String(); !strings.Contains(s, "too_old") {
 		t.Errorf("String() = %q", s)
+	}
+}
+
+// TestActionStringIsSprintf: String builds its text by hand for speed; it must read as the
+// fmt form it replaced, for every kind, side and reason, and for floats fmt prints in
+// exponent form or not at all.
+func TestActionStringIsSprintf(t *testing.T) {
+	want := func(a Action) string {
+		switch a.Kind {
+		case Open:
+			return fmt.Sprintf("open %s %s %v (master %d, %s) sl=%v tp=%v", a.Side, a.Symbol, a.Volume, a.MasterTicket, a.Reason, a.SL, a.TP)
+		case Modify:
+			return fmt.Sprintf("modify #%d %s sl=%v tp=%v (master %d, %s)", a.FollowerTicket, a.Symbol, a.SL, a.TP, a.MasterTicket, a.Reason)
+		}
+		return fmt.Sprintf("%s #%d %s %s %v (master %d, %s)", a.Kind, a.FollowerTicket, a.Side, a.Symbol, a.Volume, a.MasterTicket, a.Reason)
+	}
+	floats := []float64{0, 0.01, 1.1, 1.23456789, 100, 1e6, 123456789, 1e21, 1e-5, -0.5, math.Inf(1), math.NaN()}
+	n := 0
+	for k := ActionKind(0); k <= 6; k++ {
+		for _, side := range []broker.Side{broker.Buy, broker.Sell, 0} {
+			for r := Reason(0); r <= 12; r++ {
+				for i, f := range floats {
+					a := Action{Kind: k, Side: side, Reason: r, Symbol: "EURUSD", Volume: f,
+						SL: floats[(i+3)%len(floats)], TP: floats[(i+7)%len(floats)], MasterTicket: int64(i) * 1e9, FollowerTicket: -int64(i)}
+					if got, w := a.String(), want(a); got != w {
+						t.Fatalf("String() = %q, want %q", got, w)
+					}
+					n++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no action compared")
 	}
 }
