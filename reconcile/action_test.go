@@ -133,3 +133,21 @@ func TestActionStringIsSprintf(t *testing.T) {
 		t.Fatal("no action compared")
 	}
 }
+
+// BenchmarkActionString is the journal's text of one order (every order formats one).
+func BenchmarkActionString(b *testing.B) {
+	a := Action{Kind: Open, Side: broker.Buy, Symbol: "EURUSD", Volume: 0.12, SL: 1.0825, TP: 1.0975, MasterTicket: 123456789, Reason: ReasonCopyMissing}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = a.String()
+	}
+}
+
+// BenchmarkActionSprintf is the fmt form String replaced, for comparison.
+func BenchmarkActionSprintf(b *testing.B) {
+	a := Action{Kind: Open, Side: broker.Buy, Symbol: "EURUSD", Volume: 0.12, SL: 1.0825, TP: 1.0975, MasterTicket: 123456789, Reason: ReasonCopyMissing}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = fmt.Sprintf("open %s %s %v (master %d, %s) sl=%v tp=%v", a.Side, a.Symbol, a.Volume, a.MasterTicket, a.Reason, a.SL, a.TP)
+	}
+}
