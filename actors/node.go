@@ -203,7 +203,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	}
 	if deps.Credentials == nil {
 		deps.Credentials = func(a store.Account) (broker.Credentials, error) {
-			return broker.Credentials{Login: a.Login, Server: a.Server, Password: string(a.Credentials), FIX: broker.FIXSession(a.FIX)}, nil
+			return broker.Credentials{Login: a.Login, Server: a.Server, Password: string(a.Credentials), FIX: FIXSession(a.FIX)}, nil
 		}
 	}
 	log := deps.Logger.With().Str("node", cfg.NodeID).Logger()
@@ -415,4 +415,15 @@ func (n *Node) Halt() {
 		n.system.Shutdown()
 		n.stopErr = errors.New("node halted")
 	})
+}
+
+// FIXSession is an account's stored FIX session settings as broker.Credentials carries them.
+func FIXSession(f store.FIXSession) broker.FIXSession {
+	out := broker.FIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID, TargetCompID: f.TargetCompID,
+		TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect}
+	for _, s := range f.Symbols {
+		out.Symbols = append(out.Symbols, broker.FIXSymbol{ID: s.ID, SymbolSpec: broker.SymbolSpec{Name: s.Name,
+			ContractSize: s.ContractSize, Digits: s.Digits, MinLot: s.MinLot, LotStep: s.LotStep, MaxLot: s.MaxLot}})
+	}
+	return out
 }

@@ -79,6 +79,24 @@ type FIXSession struct {
 	TargetCompID, TargetSubID string
 	Username                  string // the Logon's user name (tag 553); empty: Login
 	Dialect                   string // the venue's FIX dialect (broker/fix/fixwire); empty: the node's
+	// Symbols is the account's own symbol list for a dialect without SecurityList (fix44);
+	// empty: the node's. broker/fix checks it (fix.CheckSymbols).
+	Symbols []FIXSymbol
+}
+
+// IsZero reports whether the account has no FIX session setting at all.
+func (f FIXSession) IsZero() bool {
+	return f.SenderCompID == "" && f.SenderSubID == "" && f.TargetCompID == "" && f.TargetSubID == "" &&
+		f.Username == "" && f.Dialect == "" && len(f.Symbols) == 0
+}
+
+// FIXSymbol is one symbol of a configured list (a venue without SecurityList): its spec
+// (name, contract size, digits, lot minimum, step and maximum; the rest is unused) and
+// what the venue calls it in Symbol (55).
+type FIXSymbol struct {
+	SymbolSpec
+	// ID is the venue's Symbol (55); empty: the name.
+	ID string
 }
 
 // AccountInfo is an account's state as the trade server reports it.

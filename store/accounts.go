@@ -56,6 +56,20 @@ type FIXSession struct {
 	Username string `json:"username,omitempty"`
 	// Dialect is the venue's FIX dialect ("ctrader", "fix44"); empty: the node's default.
 	Dialect string `json:"dialect,omitempty"`
+	// Symbols is the account's own symbol list for a dialect without SecurityList (fix44);
+	// empty: the node's (fix.CheckSymbols has the rules).
+	Symbols []FIXSymbol `json:"symbols,omitempty"`
+}
+
+// FIXSymbol is one symbol of an account's list, with the names of broker/fix's list file.
+type FIXSymbol struct {
+	Name         string  `json:"name"`
+	ID           string  `json:"id,omitempty"` // the venue's Symbol (55); empty: the name
+	ContractSize float64 `json:"contract_size"`
+	Digits       int     `json:"digits"`
+	MinLot       float64 `json:"min_lot"`
+	LotStep      float64 `json:"lot_step"`
+	MaxLot       float64 `json:"max_lot"` // 0: no maximum
 }
 
 // FollowerConfig is what a node needs to copy to one follower: the account, its enabled

@@ -96,7 +96,8 @@ func TestFIXSessionSettings(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := ctxT(t)
-	fix := store.FIXSession{SenderCompID: "demo.broker.42", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "42", Dialect: "fix44"}
+	fix := store.FIXSession{SenderCompID: "demo.broker.42", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "42", Dialect: "fix44",
+		Symbols: []store.FIXSymbol{{Name: "EURUSD", ID: "1", ContractSize: 100000, Digits: 5, MinLot: 0.01, LotStep: 0.01, MaxLot: 50}, {Name: "XAUUSD", ContractSize: 100, Digits: 2, MinLot: 0.1, LotStep: 0.1}}}
 	if err := store.CreateAccount(ctx, db.Pool, store.Account{ID: 42, Platform: "fix", Role: store.RoleFollower, Enabled: true, Login: "42", FIX: fix}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,24 +108,24 @@ func TestFIXSessionSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		loads, err := store.LoadFollowers(ctx, db.Pool, []store.LoadRequest{{ID: 42}})
-		if err != nil || loads[0].Config.Account.FIX != cfg.Account.FIX {
+		if err != nil || !reflect.DeepEqual(loads[0].Config.Account.FIX, cfg.Account.FIX) {
 			t.Fatalf("batch load %+v (%v), single %+v", loads, err, cfg.Account.FIX)
 		}
 		row, err := store.GetAccountRow(ctx, db.Pool, 42)
-		if err != nil || row.FIX != cfg.Account.FIX {
+		if err != nil || !reflect.DeepEqual(row.FIX, cfg.Account.FIX) {
 			t.Fatalf("account row %+v (%v), config %+v", row.FIX, err, cfg.Account.FIX)
 		}
 		return cfg.Account.FIX, cfg.ConfigVersion
 	}
 	got, v1 := read()
-	if got != fix {
+	if !reflect.DeepEqual(got, fix) {
 		t.Fatalf("stored %+v, want %+v", got, fix)
 	}
 	enabled := true
 	if err := store.UpdateAccount(ctx, db.Pool, store.AccountUpdate{ID: 42, Enabled: &enabled}); err != nil {
 		t.Fatal(err)
 	}
-	if got, v := read(); got != fix || v != v1 {
+	if got, v := read(); !reflect.DeepEqual(got, fix) || v != v1 {
 		t.Fatalf("an update without settings: %+v, version %d → %d", got, v1, v)
 	}
 	if err := store.UpdateAccount(ctx, db.Pool, store.AccountUpdate{ID: 42, FIX: &fix}); err != nil {
@@ -135,16 +136,18 @@ func TestFIXSessionSettings(t *testing.T) {
 	}
 	changed := fix
 	changed.SenderSubID = "desk2"
+	changed.Symbols = append([]store.FIXSymbol(nil), fix.Symbols...)
+	changed.Symbols[1].LotStep = 0.01 // a change of the list alone is a change of settings too
 	if err := store.UpdateAccount(ctx, db.Pool, store.AccountUpdate{ID: 42, FIX: &changed}); err != nil {
 		t.Fatal(err)
 	}
-	if got, v := read(); got != changed || v != v1+1 {
+	if got, v := read(); !reflect.DeepEqual(got, changed) || v != v1+1 {
 		t.Fatalf("a change: %+v, version %d → %d; want %+v, %d", got, v1, v, changed, v1+1)
 	}
 	if err := store.UpdateAccount(ctx, db.Pool, store.AccountUpdate{ID: 42, FIX: &store.FIXSession{}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, v := read(); got != (store.FIXSession{}) || v != v1+2 {
+	if got, v := read(); !reflect.DeepEqual(got, store.FIXSession{}) || v != v1+2 {
 		t.Fatalf("removed: %+v, version %d → %d; want none, %d", got, v1, v, v1+2)
 	}
 	var raw string
@@ -162,32 +165,34 @@ func TestFIXSessionSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, err := store.LoadFollowerConfig(ctx, db.Pool, 42)
-	if err != nil || cfg.Masters[9].FIX != mfix {
+	if err != nil || !reflect.DeepEqual(cfg.Masters[9].FIX, mfix) {
 		t.Fatalf("master in the follower's configuration: %+v (%v), want FIX %+v", cfg.Masters[9], err, mfix)
 	}
 	loads, err := store.LoadFollowers(ctx, db.Pool, []store.LoadRequest{{ID: 42}})
-	if err != nil || loads[0].Config.Masters[9].FIX != mfix {
+	if err != nil || !reflect.DeepEqual(loads[0].Config.Masters[9].FIX, mfix) {
 		t.Fatalf("master in the batch load: %+v (%v), want FIX %+v", loads, err, mfix)
 	}
 
-	// The column holds an object of strings, whoever writes it: anything else would fail
+	// The column holds an object of strings (and a symbol list of the right types), whoever writes it: anything else would fail
 	// every load of the account. A refused write changes nothing.
 	_, before := read()
-	for _, bad := range []string{`[]`, `"demo.broker.42"`, `null`, `{"sender_comp_id": 42}`, `{"username": null}`, `{"target_comp_id": {"x": "y"}}`} {
+	for _, bad := range []string{`[]`, `"demo.broker.42"`, `null`, `{"sender_comp_id": 42}`, `{"username": null}`, `{"target_comp_id": {"x": "y"}}`,
+		`{"symbols": "EURUSD"}`, `{"symbols": {"name": "EURUSD"}}`, `{"symbols": ["EURUSD"]}`, `{"symbols": [{"name": 1}]}`, `{"symbols": [{"id": null}]}`,
+		`{"symbols": [{"name": "X", "digits": 2.5}]}`, `{"symbols": [{"name": "X", "min_lot": "0.01"}]}`, `{"symbols": [{"name": "X", "max_lot": 1e400}]}`} {
 		_, err := db.Pool.Exec(ctx, `UPDATE trading_accounts SET fix_session = $1::jsonb WHERE id = 42`, bad)
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.ConstraintName != "trading_accounts_fix_session_object" {
 			t.Errorf("fix_session = %s: %v, want the check constraint to refuse it", bad, err)
 		}
 	}
-	if got, v := read(); got != (store.FIXSession{}) || v != before {
+	if got, v := read(); !reflect.DeepEqual(got, store.FIXSession{}) || v != before {
 		t.Fatalf("after refused writes: %+v, version %d → %d", got, before, v)
 	}
 	// Keys the engine does not know are kept and ignored (a newer node may add some).
 	if _, err := db.Pool.Exec(ctx, `UPDATE trading_accounts SET fix_session = '{"sender_comp_id": "S", "later": "x"}' WHERE id = 42`); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := read(); got != (store.FIXSession{SenderCompID: "S"}) {
+	if got, _ := read(); !reflect.DeepEqual(got, store.FIXSession{SenderCompID: "S"}) {
 		t.Fatalf("with an unknown key: %+v", got)
 	}
 }

@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/snapcopier/copier/broker"
@@ -20,8 +21,8 @@ func (b credsBroker) Connect(ctx context.Context, c broker.Credentials) (broker.
 }
 
 // The credentials reach the server's broker whole: an account's FIX session settings
-// travel with its login, server and password (a bridge in front of a FIX broker), and an
-// account without them arrives without them.
+// travel with its login, server and password (a bridge in front of a FIX broker), its
+// dialect and symbol list included, and an account without them arrives without them.
 func TestConnectCarriesCredentials(t *testing.T) {
 	s := newSim()
 	cb := credsBroker{Broker: s, seen: make(chan broker.Credentials, 1)}
@@ -31,13 +32,16 @@ func TestConnectCarriesCredentials(t *testing.T) {
 		{Login: "cr-1", Server: "venue", Password: "pw",
 			FIX: broker.FIXSession{SenderCompID: "demo.venue.1", SenderSubID: "desk", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "1"}},
 		{Login: "cr-2", Server: "venue", Password: "pw", FIX: broker.FIXSession{Username: "only-the-user"}},
+		{Login: "cr-4", Server: "venue", Password: "pw", FIX: broker.FIXSession{Dialect: "fix44", Symbols: []broker.FIXSymbol{
+			{ID: "1", SymbolSpec: broker.SymbolSpec{Name: "EURUSD", ContractSize: 100000, Digits: 5, MinLot: 0.01, LotStep: 0.01, MaxLot: 50}},
+			{SymbolSpec: broker.SymbolSpec{Name: "XAUUSD", ContractSize: 100, Digits: 2, MinLot: 0.1, LotStep: 0.1}}}}},
 		{Login: "cr-3", Server: "sim", Password: "pw"},
 	} {
 		sess, err := c.Connect(t.Context(), want)
 		if err != nil {
 			t.Fatalf("connect %s: %v", want.Login, err)
 		}
-		if got := <-cb.seen; got != want {
+		if got := <-cb.seen; !reflect.DeepEqual(got, want) {
 			t.Errorf("the server's broker got %+v, want %+v", got, want)
 		}
 		_ = sess.Close()

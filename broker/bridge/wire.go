@@ -25,18 +25,36 @@ type wireCredentials struct {
 
 // wireFIXSession is broker.FIXSession on the wire; empty fields are omitted.
 type wireFIXSession struct {
-	SenderCompID string `json:"sender_comp_id,omitempty"`
-	SenderSubID  string `json:"sender_sub_id,omitempty"`
-	TargetCompID string `json:"target_comp_id,omitempty"`
-	TargetSubID  string `json:"target_sub_id,omitempty"`
-	Username     string `json:"username,omitempty"`
+	SenderCompID string          `json:"sender_comp_id,omitempty"`
+	SenderSubID  string          `json:"sender_sub_id,omitempty"`
+	TargetCompID string          `json:"target_comp_id,omitempty"`
+	TargetSubID  string          `json:"target_sub_id,omitempty"`
+	Username     string          `json:"username,omitempty"`
+	Dialect      string          `json:"dialect,omitempty"`
+	Symbols      []wireFIXSymbol `json:"symbols,omitempty"`
+}
+
+// wireFIXSymbol is broker.FIXSymbol on the wire: the fields of a configured symbol list
+// (broker/fix's list file has the same names).
+type wireFIXSymbol struct {
+	Name         string  `json:"name"`
+	ID           string  `json:"id,omitempty"`
+	ContractSize float64 `json:"contract_size"`
+	Digits       int     `json:"digits"`
+	MinLot       float64 `json:"min_lot"`
+	LotStep      float64 `json:"lot_step"`
+	MaxLot       float64 `json:"max_lot"`
 }
 
 func toWireCredentials(c broker.Credentials) wireCredentials {
 	w := wireCredentials{Login: c.Login, Server: c.Server, Password: c.Password}
-	if f := c.FIX; f != (broker.FIXSession{}) {
+	if f := c.FIX; !f.IsZero() {
 		w.FIX = &wireFIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID,
-			TargetCompID: f.TargetCompID, TargetSubID: f.TargetSubID, Username: f.Username}
+			TargetCompID: f.TargetCompID, TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect}
+		for _, s := range f.Symbols {
+			w.FIX.Symbols = append(w.FIX.Symbols, wireFIXSymbol{Name: s.Name, ID: s.ID, ContractSize: s.ContractSize,
+				Digits: s.Digits, MinLot: s.MinLot, LotStep: s.LotStep, MaxLot: s.MaxLot})
+		}
 	}
 	return w
 }
@@ -45,7 +63,11 @@ func (w wireCredentials) credentials() broker.Credentials {
 	c := broker.Credentials{Login: w.Login, Server: w.Server, Password: w.Password}
 	if f := w.FIX; f != nil {
 		c.FIX = broker.FIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID,
-			TargetCompID: f.TargetCompID, TargetSubID: f.TargetSubID, Username: f.Username}
+			TargetCompID: f.TargetCompID, TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect}
+		for _, s := range f.Symbols {
+			c.FIX.Symbols = append(c.FIX.Symbols, broker.FIXSymbol{ID: s.ID, SymbolSpec: broker.SymbolSpec{Name: s.Name,
+				ContractSize: s.ContractSize, Digits: s.Digits, MinLot: s.MinLot, LotStep: s.LotStep, MaxLot: s.MaxLot}})
+		}
 	}
 	return c
 }

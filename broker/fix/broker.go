@@ -86,18 +86,16 @@ type Config struct {
 	// Dialect is the venues' FIX dialect where an account names none (Credentials.FIX.
 	// Dialect); default fixwire.DefaultDialect (ctrader). FIX.md has what each uses.
 	Dialect fixwire.Dialect
-	// Symbols is the venue's symbol list for a dialect without SecurityList (fix44):
-	// required there, unused otherwise.
+	// Symbols is the venue's symbol list for a dialect without SecurityList (fix44), for
+	// the accounts without their own (Credentials.FIX.Symbols, which comes first): one of
+	// the two is required there; unused otherwise.
 	Symbols []Symbol
 }
 
 // Symbol is one configured symbol: its spec (lots, digits, contract size) and the venue's
-// Symbol (55) for it.
-type Symbol struct {
-	broker.SymbolSpec
-	// ID is what the venue calls it in Symbol (55); default the name.
-	ID string
-}
+// Symbol (55) for it (ID; default the name). It is the account's kind too, so the node's
+// list and an account's are one type, checked by one CheckSymbols.
+type Symbol = broker.FIXSymbol
 
 func (c Config) withDefaults() (Config, error) {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
@@ -138,7 +136,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("fix: %w", err)
 	}
 	c.Dialect = d.Or(fixwire.DefaultDialect)
-	if err := checkSymbols(c.Symbols); err != nil {
+	if err := CheckSymbols(c.Symbols); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -112,7 +112,7 @@ func (s *session) loadSymbols(ctx context.Context) (*symbolTable, error) {
 
 func (s *session) fetchSymbols(ctx context.Context) (*symbolTable, error) {
 	if !s.feat.SecurityList {
-		return configuredTable(s.b.cfg.Symbols), nil
+		return configuredTable(s.symList), nil
 	}
 	id := s.b.nextID("s")
 	m := newMsg(fixwire.MsgSecurityListRequest)

@@ -71,14 +71,15 @@ func TestDialectConfiguration(t *testing.T) {
 		list []fix.Symbol
 		want string
 	}{
-		"no name":        {[]fix.Symbol{{SymbolSpec: broker.SymbolSpec{ContractSize: 1, MinLot: 1, LotStep: 1}}}, "no name"},
-		"twice":          {[]fix.Symbol{{SymbolSpec: good}, {SymbolSpec: good, ID: "2"}}, "listed twice"},
-		"same venue id":  {[]fix.Symbol{{SymbolSpec: good, ID: "1"}, {SymbolSpec: broker.SymbolSpec{Name: "GBPUSD", ContractSize: 1, MinLot: 1, LotStep: 1}, ID: "1"}}, "venue id"},
-		"contract size":  {[]fix.Symbol{{SymbolSpec: broker.SymbolSpec{Name: "X", MinLot: 1, LotStep: 1}}}, "contract size"},
-		"lot step":       {[]fix.Symbol{{SymbolSpec: broker.SymbolSpec{Name: "X", ContractSize: 1, MinLot: 1}}}, "step"},
-		"max below min":  {[]fix.Symbol{{SymbolSpec: broker.SymbolSpec{Name: "X", ContractSize: 1, MinLot: 1, LotStep: 1, MaxLot: 0.5}}}, "maximum"},
-		"digits":         {[]fix.Symbol{{SymbolSpec: broker.SymbolSpec{Name: "X", ContractSize: 1, MinLot: 1, LotStep: 1, Digits: 11}}}, "digits"},
-		"id with spaces": {[]fix.Symbol{{SymbolSpec: good, ID: "EUR USD"}}, "venue id"},
+		"no name":           {[]fix.Symbol{{SymbolSpec: broker.SymbolSpec{ContractSize: 1, MinLot: 1, LotStep: 1}}}, "no name"},
+		"twice":             {[]fix.Symbol{{SymbolSpec: good}, {SymbolSpec: good, ID: "2"}}, "listed twice"},
+		"same venue id":     {[]fix.Symbol{{SymbolSpec: good, ID: "1"}, {SymbolSpec: broker.SymbolSpec{Name: "GBPUSD", ContractSize: 1, MinLot: 1, LotStep: 1}, ID: "1"}}, "venue id"},
+		"contract size":     {[]fix.Symbol{{SymbolSpec: broker.SymbolSpec{Name: "X", MinLot: 1, LotStep: 1}}}, "contract size"},
+		"lot step":          {[]fix.Symbol{{SymbolSpec: broker.SymbolSpec{Name: "X", ContractSize: 1, MinLot: 1}}}, "step"},
+		"max below min":     {[]fix.Symbol{{SymbolSpec: broker.SymbolSpec{Name: "X", ContractSize: 1, MinLot: 1, LotStep: 1, MaxLot: 0.5}}}, "maximum"},
+		"digits":            {[]fix.Symbol{{SymbolSpec: broker.SymbolSpec{Name: "X", ContractSize: 1, MinLot: 1, LotStep: 1, Digits: 11}}}, "digits"},
+		"id with spaces":    {[]fix.Symbol{{SymbolSpec: good, ID: "EUR USD"}}, "venue id"},
+		"name with a space": {[]fix.Symbol{{SymbolSpec: broker.SymbolSpec{Name: "EUR USD", ContractSize: 1, MinLot: 1, LotStep: 1}, ID: "1"}}, "the name has a space"},
 	} {
 		if _, err := fix.New(fix.Config{Addr: "127.0.0.1:1", Symbols: c.list}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming %q", name, err, c.want)

@@ -28,6 +28,9 @@ type session struct {
 	// dialect is the account's, else the node's; feat what it lets the session use.
 	dialect fixwire.Dialect
 	feat    fixwire.Features
+	// symList is the configured list where the dialect has no SecurityList: the account's,
+	// else the node's.
+	symList []Symbol
 	id      quickfix.SessionID
 	set     *quickfix.Settings
 	log     zerolog.Logger
@@ -82,6 +85,10 @@ func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	symbols, err := sessionSymbols(creds, cfg)
+	if err != nil {
+		return nil, err
+	}
 	set := quickfix.NewSettings()
 	ss := quickfix.NewSessionSettings()
 	ss.Set(config.BeginString, fixwire.BeginString)
@@ -124,7 +131,7 @@ func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 		return nil, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: session settings: %v", err)
 	}
 	s := &session{
-		b: b, creds: creds, id: id, set: set, dialect: dialect, feat: dialect.Features(),
+		b: b, creds: creds, id: id, set: set, dialect: dialect, feat: dialect.Features(), symList: symbols,
 		log:     cfg.Log.With().Str("login", creds.Login).Logger(),
 		up:      make(chan struct{}),
 		down:    make(chan struct{}),
@@ -757,8 +764,8 @@ type headerIDs struct {
 func accountIDs(c broker.Credentials, cfg Config) (headerIDs, error) {
 	ids := headerIDs{SenderCompID: cfg.SenderCompID, SenderSubID: cfg.SenderSubID, TargetCompID: cfg.TargetCompID, TargetSubID: cfg.TargetSubID}
 	f := c.FIX
-	f.Dialect = "" // not a header id: an account with only a dialect still reads the server field
-	if f != (broker.FIXSession{}) {
+	f.Dialect, f.Symbols = "", nil // no header ids: an account with only these still reads the server field
+	if !f.IsZero() {
 		for _, v := range []struct{ name, value string }{{"SenderCompID", f.SenderCompID}, {"SenderSubID", f.SenderSubID},
 			{"TargetCompID", f.TargetCompID}, {"TargetSubID", f.TargetSubID}, {"Username", f.Username}} {
 			if err := checkID("account FIX setting "+v.name, v.value); err != nil {
@@ -796,16 +803,16 @@ func accountIDs(c broker.Credentials, cfg Config) (headerIDs, error) {
 
 // accountDialect returns the account's dialect, else the node's, and refuses, before
 // anything is sent, a dialect that cannot work as configured: an unknown name, or a dialect
-// without SecurityList and no configured symbol list.
+// without SecurityList and no configured symbol list (the account's or the node's).
 func accountDialect(c broker.Credentials, cfg Config) (fixwire.Dialect, error) {
 	d, err := fixwire.ParseDialect(c.FIX.Dialect)
 	if err != nil {
 		return "", broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: account setting: %v", err)
 	}
 	d = d.Or(cfg.Dialect).Or(fixwire.DefaultDialect)
-	if !d.Features().SecurityList && len(cfg.Symbols) == 0 {
+	if !d.Features().SecurityList && len(c.FIX.Symbols) == 0 && len(cfg.Symbols) == 0 {
 		return "", broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
-			"fix: the %s dialect has no SecurityList: configure the venue's symbols (fix.Config.Symbols, --broker 'fix://…?symbols=FILE')", d)
+			"fix: the %s dialect has no SecurityList: configure the venue's symbols (the account's FIX symbol list, or the node's: fix.Config.Symbols, --broker 'fix://…?symbols=FILE')", d)
 	}
 	return d, nil
 }

@@ -5,21 +5,28 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/snapcopier/copier/broker"
 )
 
-// checkSymbols refuses a configured symbol list that cannot be traded as it is: a missing
-// or repeated name or venue id, a contract size, lot minimum or step that is not
-// positive, a maximum below the minimum, digits outside 0..maxDigits.
-func checkSymbols(list []Symbol) error {
+// CheckSymbols refuses a configured symbol list that cannot be traded as it is: a missing
+// or repeated name or venue id, a name or venue id with a space, '=' or a control character
+// (the venue id goes into Symbol (55) as it is; a name is one word in the console's list),
+// a contract size, lot minimum or step that is not positive, a maximum below the minimum,
+// digits outside 0..10. The node's list (Config.Symbols, ParseSymbols) and an account's
+// (Credentials.FIX.Symbols; the console and the API check it when it is entered, Connect
+// again) are checked by it alike. The error names the symbol by its place (from 1) and name.
+func CheckSymbols(list []Symbol) error {
 	names, ids := map[string]bool{}, map[string]bool{}
 	for i, sy := range list {
-		id := sy.venueID()
+		id := venueID(sy)
 		bad := func(why string) error { return fmt.Errorf("fix: configured symbol %d (%q): %s", i+1, sy.Name, why) }
 		switch {
 		case sy.Name == "":
 			return bad("no name")
+		case checkID("", sy.Name) != nil:
+			return bad("the name has a space, '=' or a control character")
 		case names[sy.Name]:
 			return bad("the name is listed twice")
 		case ids[id]:
@@ -28,9 +35,9 @@ func checkSymbols(list []Symbol) error {
 			return bad("the venue id has a space, '=' or a control character")
 		case !(sy.ContractSize > 0) || math.IsInf(sy.ContractSize, 0):
 			return bad("the contract size must be positive")
-		case !(sy.MinLot > 0) || !(sy.LotStep > 0):
+		case !(sy.MinLot > 0) || !(sy.LotStep > 0) || math.IsInf(sy.MinLot, 0) || math.IsInf(sy.LotStep, 0):
 			return bad("the lot minimum and step must be positive")
-		case sy.MaxLot != 0 && sy.MaxLot < sy.MinLot:
+		case sy.MaxLot != 0 && !(sy.MaxLot >= sy.MinLot):
 			return bad("the lot maximum is below the minimum")
 		case sy.Digits < 0 || sy.Digits > maxDigits:
 			return bad(fmt.Sprintf("digits must be 0..%d", maxDigits))
@@ -40,8 +47,22 @@ func checkSymbols(list []Symbol) error {
 	return nil
 }
 
+// sessionSymbols is the list a session of a dialect without SecurityList trades by: the
+// account's own when it has one, else the node's. The account's is checked here too
+// (it may have been written around the console), before anything is sent.
+func sessionSymbols(c broker.Credentials, cfg Config) ([]Symbol, error) {
+	if len(c.FIX.Symbols) == 0 {
+		return cfg.Symbols, nil
+	}
+	if err := CheckSymbols(c.FIX.Symbols); err != nil {
+		return nil, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: account FIX setting symbols: %s",
+			strings.TrimPrefix(err.Error(), "fix: "))
+	}
+	return c.FIX.Symbols, nil
+}
+
 // venueID is the symbol's Symbol (55) on the wire.
-func (sy Symbol) venueID() string {
+func venueID(sy Symbol) string {
 	if sy.ID != "" {
 		return sy.ID
 	}
@@ -56,8 +77,8 @@ func configuredTable(list []Symbol) *symbolTable {
 		sp.Point = math.Pow10(-sp.Digits)
 		sp.TradeAllowed = true
 		t.list = append(t.list, sp)
-		t.byName[sp.Name] = sy.venueID()
-		t.byID[sy.venueID()] = sp
+		t.byName[sp.Name] = venueID(sy)
+		t.byID[venueID(sy)] = sp
 	}
 	return t
 }
@@ -75,8 +96,8 @@ type symbolJSON struct {
 
 // ParseSymbols reads a configured symbol list, a JSON array of
 // {"name", "id" (the venue's Symbol (55); default the name), "contract_size", "digits",
-// "min_lot", "lot_step", "max_lot" (0: no maximum)}, and checks it as Config.Symbols is
-// checked. Unknown keys are refused.
+// "min_lot", "lot_step", "max_lot" (0: no maximum)}, and checks it (CheckSymbols).
+// Unknown keys are refused.
 func ParseSymbols(r io.Reader) ([]Symbol, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -89,7 +110,7 @@ func ParseSymbols(r io.Reader) ([]Symbol, error) {
 		out[i] = Symbol{ID: e.ID, SymbolSpec: broker.SymbolSpec{Name: e.Name, ContractSize: e.ContractSize, Digits: e.Digits,
 			MinLot: e.MinLot, LotStep: e.LotStep, MaxLot: e.MaxLot}}
 	}
-	if err := checkSymbols(out); err != nil {
+	if err := CheckSymbols(out); err != nil {
 		return nil, err
 	}
 	return out, nil

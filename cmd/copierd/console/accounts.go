@@ -493,6 +493,7 @@ type accountForm struct {
 	CanSeal        bool
 	CloseOnly      string
 	FIX            store.FIXSession
+	SymbolsText    string // the FIX symbol list as the form's text
 	Errors         map[string]string
 	Platforms      []string
 }
@@ -512,7 +513,7 @@ func accountFromForm(r *http.Request, fe *fieldErrs, create bool) *accountInput 
 		CloseOnly: formStr(r, "close_only"), FIX: &store.FIXSession{SenderCompID: r.PostFormValue("fix_sender_comp_id"),
 			SenderSubID: r.PostFormValue("fix_sender_sub_id"), TargetCompID: r.PostFormValue("fix_target_comp_id"),
 			TargetSubID: r.PostFormValue("fix_target_sub_id"), Username: r.PostFormValue("fix_username"),
-			Dialect: r.PostFormValue("fix_dialect")}}
+			Dialect: r.PostFormValue("fix_dialect"), Symbols: parseSymbolLines(fe, r.PostFormValue("fix_symbols"))}}
 	on := formChecked(r, "enabled")
 	in.Enabled = &on
 	if create {
@@ -532,6 +533,7 @@ func (s *Server) accountFormBack(ctx context.Context, w http.ResponseWriter, r *
 	if in.FIX != nil {
 		f.FIX = *in.FIX
 	}
+	f.SymbolsText = r.PostFormValue("fix_symbols") // as typed, even when it did not parse
 	if create {
 		f.ID = strings.TrimSpace(r.PostFormValue("id"))
 	} else {
@@ -575,7 +577,7 @@ func (s *Server) accountEditPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := accountForm{ID: strconv.FormatInt(id, 10), Role: string(a.Role), Platform: a.Platform, Login: a.Login, Server: a.Server,
-		Enabled: a.Enabled, HasCredentials: a.HasCredentials, CanSeal: s.opts.Sealer != nil, CloseOnly: a.CloseOnly, FIX: a.FIX}
+		Enabled: a.Enabled, HasCredentials: a.HasCredentials, CanSeal: s.opts.Sealer != nil, CloseOnly: a.CloseOnly, FIX: a.FIX, SymbolsText: symbolLines(a.FIX.Symbols)}
 	f.Platforms, _ = store.AccountPlatforms(ctx, s.opts.Pool)
 	s.renderPage(w, r, http.StatusOK, "account_form", "Edit account "+f.ID, "accounts", f)
 }

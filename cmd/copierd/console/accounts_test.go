@@ -1,8 +1,12 @@
 package console_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"html"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +42,12 @@ type fixJSON struct {
 	TargetSubID  string `json:"target_sub_id"`
 	Username     string `json:"username"`
 	Dialect      string `json:"dialect"`
+}
+
+// stored is the settings of f as the store keeps them (no symbol list).
+func (f fixJSON) stored() store.FIXSession {
+	return store.FIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID, TargetCompID: f.TargetCompID,
+		TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect}
 }
 
 func TestAccountsAPI(t *testing.T) {
@@ -465,12 +475,27 @@ func TestFIXSessionForm(t *testing.T) {
 	csrf := b.csrf("/accounts/new")
 	form := url.Values{"csrf": {csrf}, "id": {"5"}, "role": {"follower"}, "platform": {"fix"}, "login": {"55"}, "enabled": {"on"},
 		"fix_sender_comp_id": {"demo broker"}, "fix_target_comp_id": {"cServer"}, "fix_target_sub_id": {"TRADE"}, "fix_username": {"55"},
-		"fix_dialect": {"fix44"}}
+		"fix_dialect": {"fix44"}, "fix_symbols": {"EURUSD 1 100000 5 0.01 0.01 100\n\nXAUUSD GOLD 100 2 0.1 0.1 0\n"}}
 	r := b.post("/accounts/new", form)
-	if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, "must not contain spaces") || !strings.Contains(r.body, `value="cServer"`) {
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, "must not contain spaces") || !strings.Contains(r.body, `value="cServer"`) ||
+		!strings.Contains(r.body, "XAUUSD GOLD 100 2 0.1 0.1 0") {
 		t.Fatalf("bad SenderCompID: %d, want the field's error and the typed values back", r.status)
 	}
 	form.Set("fix_sender_comp_id", "demo.broker.55")
+	// The symbol list: a line that does not parse, and one that breaks the list's rules,
+	// are refused next to the field, the text kept as typed.
+	for _, c := range []struct{ text, want string }{
+		{"EURUSD 1 100000 5 0.01", "line 1: want NAME ID CONTRACT DIGITS MIN STEP MAX"},
+		{"EURUSD 1 100000 5.5 0.01 0.01 100", "line 1: want"},
+		{"EURUSD 1 100000 5 0.01 0 100", "the lot minimum and step must be positive"},
+	} {
+		form.Set("fix_symbols", c.text)
+		r := b.post("/accounts/new", form)
+		if r.status != http.StatusUnprocessableEntity || !strings.Contains(html.UnescapeString(r.body), c.want) || !strings.Contains(r.body, c.text) {
+			t.Fatalf("symbols %q: %d, want the field's error %q and the text back", c.text, r.status, c.want)
+		}
+	}
+	form.Set("fix_symbols", "EURUSD 1 100000 5 0.01 0.01 100\n\nXAUUSD GOLD 100 2 0.1 0.1 0\n")
 	if r := b.post("/accounts/new", form); r.status != http.StatusSeeOther {
 		t.Fatalf("form create: %d %s", r.status, r.body)
 	}
@@ -478,18 +503,27 @@ func TestFIXSessionForm(t *testing.T) {
 		!strings.Contains(page, "SenderCompID demo.broker.55 · TargetCompID cServer · TargetSubID TRADE · user 55 · dialect fix44") {
 		t.Fatal("the account page does not show the FIX settings")
 	}
+	const lines = "EURUSD 1 100000 5 0.01 0.01 100\nXAUUSD GOLD 100 2 0.1 0.1 0\n"
+	if page := b.get("/accounts/5").body; !strings.Contains(page, `id="fix-symbols">`+lines) {
+		t.Fatal("the account page does not show the symbol list")
+	}
+	want := []store.FIXSymbol{{Name: "EURUSD", ID: "1", ContractSize: 100000, Digits: 5, MinLot: 0.01, LotStep: 0.01, MaxLot: 100},
+		{Name: "XAUUSD", ID: "GOLD", ContractSize: 100, Digits: 2, MinLot: 0.1, LotStep: 0.1}}
+	if got := e.account(5).FIX.Symbols; !reflect.DeepEqual(got, want) {
+		t.Fatalf("stored symbols %+v, want %+v", got, want)
+	}
 	e.seed(6, store.RoleFollower, "mt5", "66")
 	if page := b.get("/accounts/6").body; !strings.Contains(page, "66") || strings.Contains(page, `id="fix-session"`) {
 		t.Fatal("an account without FIX settings shows a FIX session")
 	}
 	edit := b.get("/accounts/5/edit").body
-	for _, v := range []string{`value="demo.broker.55"`, `value="cServer"`, `value="TRADE"`, `id="fix_username" name="fix_username" value="55"`, `<option value="fix44" selected>`} {
+	for _, v := range []string{`value="demo.broker.55"`, `value="cServer"`, `value="TRADE"`, `id="fix_username" name="fix_username" value="55"`, `<option value="fix44" selected>`, `>` + lines + `</textarea>`} {
 		if !strings.Contains(edit, v) {
 			t.Fatalf("edit page lacks %s", v)
 		}
 	}
 	var a struct {
-		FIX map[string]string `json:"fix"`
+		FIX map[string]any `json:"fix"`
 	}
 	e.do("GET", "/api/accounts/5", nil, bearer).json(t, &struct {
 		Account any `json:"account"`
@@ -519,7 +553,7 @@ func TestFIXSessionAPI(t *testing.T) {
 	if a.FIX != want || !a.HasCredentials {
 		t.Fatalf("created %+v, want FIX %+v and a stored password", a, want)
 	}
-	if got := e.account(7).FIX; got != store.FIXSession(want) {
+	if got := e.account(7).FIX; !reflect.DeepEqual(got, want.stored()) {
 		t.Fatalf("stored %+v", got)
 	}
 
@@ -542,6 +576,12 @@ func TestFIXSessionAPI(t *testing.T) {
 		{"number id", `{"sender_comp_id":7}`, 400, "", `want a string`},
 		{"password inside", `{"password":"p"}`, 400, "", `unknown field "fix.password"`},
 		{"unknown dialect", `{"dialect":"fix42"}`, 422, "fix.dialect", "ctrader, fix44"},
+		{"symbol without step", `{"dialect":"fix44","symbols":[{"name":"EURUSD","id":"1","contract_size":100000,"digits":5,"min_lot":0.01}]}`, 422, "fix.symbols", "configured symbol 1 (\"EURUSD\"): the lot minimum and step must be positive"},
+		{"symbol twice", `{"symbols":[{"name":"EURUSD","contract_size":1,"digits":5,"min_lot":1,"lot_step":1},{"name":"EURUSD","id":"2","contract_size":1,"digits":5,"min_lot":1,"lot_step":1}]}`, 422, "fix.symbols", "listed twice"},
+		{"symbol id with a space", `{"symbols":[{"name":"EURUSD","id":"EUR USD","contract_size":1,"digits":5,"min_lot":1,"lot_step":1}]}`, 422, "fix.symbols", "venue id"},
+		{"symbol digits", `{"symbols":[{"name":"EURUSD","contract_size":1,"digits":11,"min_lot":1,"lot_step":1}]}`, 422, "fix.symbols", "digits"},
+		{"symbols not a list", `{"symbols":"EURUSD"}`, 400, "", `fix.symbols`},
+		{"symbol unknown key", `{"symbols":[{"name":"EURUSD","lots":1}]}`, 400, "", `unknown field`},
 	} {
 		for _, req := range []struct{ method, path, body string }{
 			{"POST", "/api/accounts", `{"id":8,"role":"follower","platform":"ctrader","login":"8","fix":` + c.fix + `}`},
@@ -589,7 +629,7 @@ func TestFIXSessionAPI(t *testing.T) {
 		var a accountJSON
 		r.json(t, &a)
 		row := e.account(7)
-		if a.FIX != c.want || row.FIX != store.FIXSession(c.want) {
+		if a.FIX != c.want || !reflect.DeepEqual(row.FIX, c.want.stored()) {
 			t.Fatalf("%s: returned %+v, stored %+v, want %+v", c.name, a.FIX, row.FIX, c.want)
 		}
 		if c.bump {
@@ -601,5 +641,25 @@ func TestFIXSessionAPI(t *testing.T) {
 	}
 	if got, err := e.sealer.Open(e.credentials(7)); err != nil || got != pw {
 		t.Fatalf("FIX edits touched the password: %v", err)
+	}
+
+	// A symbol list: stored, returned as it was sent, and a change moves the version.
+	list := `[{"name":"EURUSD","id":"1","contract_size":100000,"digits":5,"min_lot":0.01,"lot_step":0.01,"max_lot":100}]`
+	r = e.do("PATCH", "/api/accounts/7", rawBody(`{"fix":{"dialect":"fix44","symbols":`+list+`}}`), bearer)
+	if r.status != http.StatusOK {
+		t.Fatalf("symbols: %d %s", r.status, r.body)
+	}
+	var withList struct {
+		FIX struct {
+			Symbols json.RawMessage `json:"symbols"`
+		} `json:"fix"`
+	}
+	r.json(t, &withList)
+	row := e.account(7)
+	want7 := []store.FIXSymbol{{Name: "EURUSD", ID: "1", ContractSize: 100000, Digits: 5, MinLot: 0.01, LotStep: 0.01, MaxLot: 100}}
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, withList.FIX.Symbols)
+	if compact.String() != list || !reflect.DeepEqual(row.FIX.Symbols, want7) || row.ConfigVersion != v+1 {
+		t.Fatalf("symbols returned %s, stored %+v (version %d, want %d)", withList.FIX.Symbols, row.FIX.Symbols, row.ConfigVersion, v+1)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -272,7 +273,7 @@ func TestBrowserDrivesTheEngine(t *testing.T) {
 	if got, err := sealer.Open(e.credentials(102)); err != nil || got != brokerPassword {
 		t.Fatalf("the form did not store the sealed password: %v", err)
 	}
-	if fix := e.account(102).FIX; fix != (store.FIXSession{SenderCompID: "demo.sim.f102", Username: "f102"}) {
+	if fix := e.account(102).FIX; !reflect.DeepEqual(fix, store.FIXSession{SenderCompID: "demo.sim.f102", Username: "f102"}) {
 		t.Fatalf("the form stored the FIX settings %+v", fix)
 	}
 	if got := b.text("#fix-session"); !strings.Contains(got, "SenderCompID demo.sim.f102") || !strings.Contains(got, "user f102") {

@@ -145,7 +145,7 @@ func isLoopbackHost(host string) bool {
 // are an error (they cannot be opened), never passed on sealed.
 func CredentialsFunc(sealer *secrets.Sealer) func(store.Account) (broker.Credentials, error) {
 	return func(a store.Account) (broker.Credentials, error) {
-		c := broker.Credentials{Login: a.Login, Server: a.Server, FIX: broker.FIXSession(a.FIX)}
+		c := broker.Credentials{Login: a.Login, Server: a.Server, FIX: actors.FIXSession(a.FIX)}
 		if len(a.Credentials) == 0 {
 			return c, nil
 		}

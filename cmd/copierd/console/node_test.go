@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -284,12 +285,15 @@ func TestCredentialsFunc(t *testing.T) {
 	sealed, err := s.Seal("pw")
 	must(t, err)
 	f := console.CredentialsFunc(s)
-	fix := store.FIXSession{SenderCompID: "demo.b.1", SenderSubID: "s", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "u1"}
+	fix := store.FIXSession{SenderCompID: "demo.b.1", SenderSubID: "s", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "u1",
+		Symbols: []store.FIXSymbol{{Name: "EURUSD", ID: "1", ContractSize: 100000, Digits: 5, MinLot: 0.01, LotStep: 0.01, MaxLot: 50}}}
+	want := broker.FIXSession{SenderCompID: "demo.b.1", SenderSubID: "s", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "u1",
+		Symbols: []broker.FIXSymbol{{ID: "1", SymbolSpec: broker.SymbolSpec{Name: "EURUSD", ContractSize: 100000, Digits: 5, MinLot: 0.01, LotStep: 0.01, MaxLot: 50}}}}
 	c, err := f(store.Account{ID: 1, Login: "l", Server: "srv", Credentials: sealed, FIX: fix})
-	if err != nil || c.Password != "pw" || c.Login != "l" || c.Server != "srv" || c.FIX != broker.FIXSession(fix) {
+	if err != nil || c.Password != "pw" || c.Login != "l" || c.Server != "srv" || !reflect.DeepEqual(c.FIX, want) {
 		t.Fatalf("%+v %v", c, err)
 	}
-	if c, err := f(store.Account{ID: 1, Login: "l", FIX: fix}); err != nil || c.Password != "" || c.FIX != broker.FIXSession(fix) {
+	if c, err := f(store.Account{ID: 1, Login: "l", FIX: fix}); err != nil || c.Password != "" || !reflect.DeepEqual(c.FIX, want) {
 		t.Fatalf("no credentials: %+v %v", c, err)
 	}
 	if _, err := f(store.Account{ID: 1, Credentials: []byte("plain")}); err == nil {

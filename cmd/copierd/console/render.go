@@ -54,17 +54,18 @@ func loadTemplates() (map[string]*template.Template, error) {
 
 // templateFuncs are the formatting helpers of the templates.
 var templateFuncs = template.FuncMap{
-	"ts":      fmtTime,
-	"ago":     fmtAgo,
-	"dur":     fmtDur,
-	"secs":    secsText,
-	"money":   fmtMoney,
-	"num":     func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
-	"price":   fmtPrice,
-	"add":     func(a, b int) int { return a + b },
-	"list":    func(xs ...any) []any { return xs },
-	"nonzero": func(t time.Time) bool { return !t.IsZero() },
-	"deref":   func(p *float64) float64 { return *p },
+	"symbolLines": symbolLines,
+	"ts":          fmtTime,
+	"ago":         fmtAgo,
+	"dur":         fmtDur,
+	"secs":        secsText,
+	"money":       fmtMoney,
+	"num":         func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+	"price":       fmtPrice,
+	"add":         func(a, b int) int { return a + b },
+	"list":        func(xs ...any) []any { return xs },
+	"nonzero":     func(t time.Time) bool { return !t.IsZero() },
+	"deref":       func(p *float64) float64 { return *p },
 	"pct": func(a, b int) int {
 		if b == 0 {
 			return 0

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/broker/fix"
 	"github.com/snapcopier/copier/broker/fix/fixwire"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/reconcile/protect"
@@ -132,7 +135,59 @@ func checkFIX(fe *fieldErrs, f *store.FIXSession) {
 	} else {
 		f.Dialect = string(d)
 	}
+	// The same rules as the node's list, so a list the console takes is one Connect takes.
+	if len(f.Symbols) > maxFIXSymbols {
+		fe.add("fix.symbols", fmt.Sprintf("at most %d symbols", maxFIXSymbols))
+	} else if err := fix.CheckSymbols(actors.FIXSession(*f).Symbols); err != nil {
+		fe.add("fix.symbols", strings.TrimPrefix(err.Error(), "fix: "))
+	}
 }
+
+// maxFIXSymbols bounds an account's symbol list.
+const maxFIXSymbols = 2000
+
+// parseSymbolLines reads the form's symbol list: one symbol a line,
+// "NAME ID CONTRACT DIGITS MIN STEP MAX" (MAX 0: none); blank lines are skipped.
+func parseSymbolLines(fe *fieldErrs, text string) []store.FIXSymbol {
+	var out []store.FIXSymbol
+	for i, line := range strings.Split(text, "\n") {
+		w := strings.Fields(line)
+		if len(w) == 0 {
+			continue
+		}
+		bad := func() []store.FIXSymbol {
+			fe.add("fix.symbols", fmt.Sprintf("line %d: want NAME ID CONTRACT DIGITS MIN STEP MAX (numbers for the last five)", i+1))
+			return nil
+		}
+		if len(w) != 7 {
+			return bad()
+		}
+		var n [5]float64
+		for j, v := range w[2:] {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return bad()
+			}
+			n[j] = f
+		}
+		if n[1] != float64(int(n[1])) {
+			return bad()
+		}
+		out = append(out, store.FIXSymbol{Name: w[0], ID: w[1], ContractSize: n[0], Digits: int(n[1]), MinLot: n[2], LotStep: n[3], MaxLot: n[4]})
+	}
+	return out
+}
+
+// symbolLines is the form's text of a symbol list (parseSymbolLines reads it back).
+func symbolLines(list []store.FIXSymbol) string {
+	var b strings.Builder
+	for _, s := range list {
+		fmt.Fprintf(&b, "%s %s %s %d %s %s %s\n", s.Name, cmp.Or(s.ID, s.Name), num(s.ContractSize), s.Digits, num(s.MinLot), num(s.LotStep), num(s.MaxLot))
+	}
+	return b.String()
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // dialectNames lists the FIX dialects, for messages.
 func dialectNames() string {
