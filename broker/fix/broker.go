@@ -89,6 +89,10 @@ type Config struct {
 	// Symbols is the venue's symbol list for a dialect without SecurityList (fix44):
 	// required there, unused otherwise.
 	Symbols []Symbol
+	// Book keeps the positions of accounts in a dialect without position ids (fix44),
+	// tracked from the broker's own fills; default a MemBook (lost with the process: a
+	// node passes the store's).
+	Book Book
 }
 
 // Symbol is one configured symbol: its spec (lots, digits, contract size) and the venue's
@@ -138,6 +142,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("fix: %w", err)
 	}
 	c.Dialect = d.Or(fixwire.DefaultDialect)
+	if c.Book == nil {
+		c.Book = NewMemBook()
+	}
 	if err := checkSymbols(c.Symbols); err != nil {
 		return c, err
 	}
