@@ -2,6 +2,7 @@ package fix
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"sort"
 	"sync"
@@ -18,20 +19,29 @@ import (
 type Book interface {
 	// Positions returns the account's tracked positions.
 	Positions(ctx context.Context, login string) ([]broker.Position, error)
-	// Put records p; a p with no volume removes the position.
-	Put(ctx context.Context, login string, p broker.Position) error
+	// Put records p; a p with no volume removes the position. fence is the order whose
+	// fill changed it: its Token is the sender's lease epoch, and a store-backed book
+	// refuses (with an error) a write from an owner that no longer holds the account.
+	Put(ctx context.Context, login string, fence broker.Order, p broker.Position) error
 }
 
-// MemBook is a Book in memory: it is lost with the process.
+// MemBook is a Book in memory: it is lost with the process. Its fence is the highest
+// Token seen per account: a write with a lower one is refused.
 type MemBook struct {
-	mu sync.Mutex
-	m  map[string]map[int64]broker.Position
+	mu     sync.Mutex
+	m      map[string]map[int64]broker.Position
+	tokens map[string]int64
 }
+
+// ErrStaleBookWrite is a book write refused by the fence: the account has a newer owner.
+var ErrStaleBookWrite = errors.New("fix: position book write refused: the account has a newer owner")
 
 var _ Book = (*MemBook)(nil)
 
 // NewMemBook returns an empty MemBook.
-func NewMemBook() *MemBook { return &MemBook{m: map[string]map[int64]broker.Position{}} }
+func NewMemBook() *MemBook {
+	return &MemBook{m: map[string]map[int64]broker.Position{}, tokens: map[string]int64{}}
+}
 
 // Positions implements Book, in ticket order.
 func (b *MemBook) Positions(_ context.Context, login string) ([]broker.Position, error) {
@@ -46,9 +56,13 @@ func (b *MemBook) Positions(_ context.Context, login string) ([]broker.Position,
 }
 
 // Put implements Book.
-func (b *MemBook) Put(_ context.Context, login string, p broker.Position) error {
+func (b *MemBook) Put(_ context.Context, login string, fence broker.Order, p broker.Position) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if fence.Token < b.tokens[login] {
+		return ErrStaleBookWrite
+	}
+	b.tokens[login] = fence.Token
 	if p.Volume <= 0 {
 		delete(b.m[login], p.Ticket)
 		return nil

@@ -1,6 +1,7 @@
 package fix
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -55,17 +56,26 @@ func TestMemBook(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(b.Put(ctx, "a", broker.Position{Ticket: 2, Volume: 1}))
-	must(b.Put(ctx, "a", broker.Position{Ticket: 1, Volume: 1}))
-	must(b.Put(ctx, "b", broker.Position{Ticket: 3, Volume: 1}))
+	must(b.Put(ctx, "a", broker.Order{}, broker.Position{Ticket: 2, Volume: 1}))
+	must(b.Put(ctx, "a", broker.Order{}, broker.Position{Ticket: 1, Volume: 1}))
+	must(b.Put(ctx, "b", broker.Order{}, broker.Position{Ticket: 3, Volume: 1}))
 	ps, err := b.Positions(ctx, "a")
 	must(err)
 	if len(ps) != 2 || ps[0].Ticket != 1 || ps[1].Ticket != 2 {
 		t.Fatalf("a: %+v", ps)
 	}
-	must(b.Put(ctx, "a", broker.Position{Ticket: 1}))
+	must(b.Put(ctx, "a", broker.Order{}, broker.Position{Ticket: 1}))
 	if ps, _ := b.Positions(ctx, "a"); len(ps) != 1 || ps[0].Ticket != 2 {
 		t.Fatalf("after a close: %+v", ps)
+	}
+	// The fence: after a write at token 5 one at 4 (an owner that lost the account) is
+	// refused and changes nothing.
+	must(b.Put(ctx, "a", broker.Order{Token: 5}, broker.Position{Ticket: 4, Volume: 1}))
+	if err := b.Put(ctx, "a", broker.Order{Token: 4}, broker.Position{Ticket: 4}); !errors.Is(err, ErrStaleBookWrite) {
+		t.Fatalf("stale write: %v, want ErrStaleBookWrite", err)
+	}
+	if ps, _ := b.Positions(ctx, "a"); len(ps) != 2 {
+		t.Fatalf("after a stale write: %+v", ps)
 	}
 	if bookTicket("x") != bookTicket("x") || bookTicket("x") == bookTicket("y") || bookTicket("x") >= 1<<53 {
 		t.Fatal("tickets are not stable, distinct and 53-bit")

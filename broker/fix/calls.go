@@ -520,7 +520,7 @@ func (s *session) recordOpen(ctx context.Context, id string, req broker.OpenRequ
 	}
 	open := broker.Position{Ticket: bookTicket(id), OpenPrice: res.Price, SL: req.SL, TP: req.TP,
 		Magic: req.Magic, Comment: req.Comment, OpenTime: res.ServerTime}
-	res.Ticket = s.record(ctx, req.Symbol, req.Side, res.Volume, 0, open)
+	res.Ticket = s.record(ctx, req.Order, req.Symbol, req.Side, res.Volume, 0, open)
 	return res, nil
 }
 
@@ -529,7 +529,7 @@ func (s *session) recordOpen(ctx context.Context, id string, req broker.OpenRequ
 // book refuses (the account moved to another node) is logged, not returned, so the fill is
 // not taken for a failure and repeated; the new owner's reconcile sees the venue's truth
 // only through its own book (FIX.md).
-func (s *session) record(ctx context.Context, symbol string, side broker.Side, vol float64, named int64, open broker.Position) int64 {
+func (s *session) record(ctx context.Context, fence broker.Order, symbol string, side broker.Side, vol float64, named int64, open broker.Position) int64 {
 	held, err := s.b.cfg.Book.Positions(ctx, s.creds.Login)
 	if err != nil {
 		s.log.Error().Err(err).Str("symbol", symbol).Msg("fix: position book not read; the fill is not tracked")
@@ -540,7 +540,7 @@ func (s *session) record(ctx context.Context, symbol string, side broker.Side, v
 		if i == 0 && open.Ticket == 0 {
 			ticket = p.Ticket
 		}
-		if err := s.b.cfg.Book.Put(ctx, s.creds.Login, p); err != nil {
+		if err := s.b.cfg.Book.Put(ctx, s.creds.Login, fence, p); err != nil {
 			s.log.Error().Err(err).Int64("ticket", p.Ticket).Msg("fix: position book not written; the fill is not tracked")
 		}
 	}
@@ -603,7 +603,7 @@ func (s *session) recordClose(ctx context.Context, req broker.CloseRequest, symb
 	if err != nil || s.feat.PositionIDs {
 		return res, err
 	}
-	s.record(ctx, symbol, side, res.Volume, req.Ticket, broker.Position{})
+	s.record(ctx, req.Order, symbol, side, res.Volume, req.Ticket, broker.Position{})
 	res.Ticket = req.Ticket
 	return res, nil
 }
