@@ -293,6 +293,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case brokerFIX:
 		fcfg := bk.fixConfig(log)
 		fcfg.Token = f.fixToken
+		fcfg.Book = storeBook{pool: pool, node: cfg.NodeID, platform: cfg.Platform}
 		fb, err := fix.New(fcfg)
 		if err != nil {
 			return usageErr(err)
