@@ -95,6 +95,20 @@ func TestDialectConfiguration(t *testing.T) {
 			t.Errorf("account dialect %q: %v, want %q", c.dialect, err, c.want)
 		}
 	}
+	// A hedging account cannot be served in fix44 (a close by opposite order nets): refused
+	// for the node, and for an account that names fix44 on a node that says hedging.
+	if _, err := fix.New(fix.Config{Addr: "127.0.0.1:1", Dialect: fixwire.DialectFIX44, Symbols: simSymbols(t, e.sim), PositionMode: broker.Hedging}); err == nil || !strings.Contains(err.Error(), "hedging") {
+		t.Errorf("fix44 with hedging: %v, want a refusal naming hedging", err)
+	}
+	h, err := fix.New(fix.Config{Addr: e.front.Addr(), Symbols: simSymbols(t, e.sim), PositionMode: broker.Hedging})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Connect(t.Context(), broker.Credentials{Login: "d", Password: "pw", FIX: broker.FIXSession{Dialect: "fix44"}})
+	wantClass(t, err, broker.ErrPermanent)
+	if err == nil || !strings.Contains(err.Error(), "hedging") {
+		t.Errorf("account in fix44 on a hedging node: %v", err)
+	}
 	if n := len(e.front.Logons()); n != 0 {
 		t.Fatalf("%d logons for refused configurations, want none", n)
 	}
