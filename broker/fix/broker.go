@@ -90,6 +90,22 @@ type Config struct {
 	// the accounts without their own (Credentials.FIX.Symbols, which comes first): one of
 	// the two is required there; unused otherwise.
 	Symbols []Symbol
+	// Book keeps the positions of accounts in a dialect without position ids (fix44),
+	// tracked from the broker's own fills; default a MemBook (lost with the process: a
+	// node passes the store's).
+	Book Book
+	// PositionMode is the venue accounts' position mode where the dialect cannot ask
+	// (fix44); zero is netting. A hedging one is refused with fix44: a close there is an
+	// opposite order, which nets.
+	PositionMode broker.AccountMode
+}
+
+// checkPositionMode refuses a position mode the dialect cannot serve.
+func checkPositionMode(d fixwire.Dialect, m broker.AccountMode) error {
+	if m == broker.Hedging && !d.Features().PositionIDs {
+		return fmt.Errorf("fix: the %s dialect closes a position by an opposite order, which nets: a hedging account cannot be served; use a netting account, or a dialect with position ids (ctrader)", d)
+	}
+	return nil
 }
 
 // Symbol is one configured symbol: its spec (lots, digits, contract size) and the venue's
@@ -136,6 +152,12 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("fix: %w", err)
 	}
 	c.Dialect = d.Or(fixwire.DefaultDialect)
+	if err := checkPositionMode(c.Dialect, c.PositionMode); err != nil {
+		return c, err
+	}
+	if c.Book == nil {
+		c.Book = NewMemBook()
+	}
 	if err := CheckSymbols(c.Symbols); err != nil {
 		return c, err
 	}

@@ -290,6 +290,11 @@ func (s *session) positionsRequest(id, subType string) *quickfix.Message {
 // Positions implements broker.Session: RequestForPositions (AN, 263=0) answered by
 // RequestForPositionsAck (AO, 727 = count) and that many PositionReports (AP).
 func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
+	if !s.feat.PositionIDs {
+		// No position ids: the venue's reports could not say which copy is which, and a
+		// strict venue refuses the request; the book has what our fills made.
+		return s.b.cfg.Book.Positions(ctx, s.creds.Login)
+	}
 	t, err := s.symbols(ctx)
 	if err != nil {
 		return nil, err
@@ -484,7 +489,8 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 		if err != nil {
 			return broker.OrderResult{}, err
 		}
-		return s.sendOrder(ctx, id, req.Order, nil, sp.ContractSize)
+		res, err := s.sendOrder(ctx, id, req.Order, nil, sp.ContractSize)
+		return s.recordOpen(ctx, id, req, res, err)
 	}
 	symID, sp, err := s.symbol(ctx, req.Symbol)
 	if err != nil {
@@ -502,7 +508,43 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 	case req.Comment != "":
 		m.Body.SetString(fixwire.TagText, req.Comment) // the copy marker, in a standard tag
 	}
-	return s.sendOrder(ctx, id, req.Order, m, sp.ContractSize)
+	res, err := s.sendOrder(ctx, id, req.Order, m, sp.ContractSize)
+	return s.recordOpen(ctx, id, req, res, err)
+}
+
+// recordOpen puts a fill of an open into the book, in a dialect without position ids:
+// the result names the tracked position it opened (or the one it netted against).
+func (s *session) recordOpen(ctx context.Context, id string, req broker.OpenRequest, res broker.OrderResult, err error) (broker.OrderResult, error) {
+	if err != nil || s.feat.PositionIDs {
+		return res, err
+	}
+	open := broker.Position{Ticket: bookTicket(id), OpenPrice: res.Price, SL: req.SL, TP: req.TP,
+		Magic: req.Magic, Comment: req.Comment, OpenTime: res.ServerTime}
+	res.Ticket = s.record(ctx, req.Order, req.Symbol, req.Side, res.Volume, 0, open)
+	return res, nil
+}
+
+// record applies a fill to the book and returns the ticket of the position it opened, else
+// of the first it reduced. The order has executed whatever the book says: a write the
+// book refuses (the account moved to another node) is logged, not returned, so the fill is
+// not taken for a failure and repeated; the new owner's reconcile sees the venue's truth
+// only through its own book (FIX.md).
+func (s *session) record(ctx context.Context, fence broker.Order, symbol string, side broker.Side, vol float64, named int64, open broker.Position) int64 {
+	held, err := s.b.cfg.Book.Positions(ctx, s.creds.Login)
+	if err != nil {
+		s.log.Error().Err(err).Str("symbol", symbol).Msg("fix: position book not read; the fill is not tracked")
+		return open.Ticket
+	}
+	ticket := open.Ticket
+	for i, p := range applyFill(held, symbol, side, vol, named, open) {
+		if i == 0 && open.Ticket == 0 {
+			ticket = p.Ticket
+		}
+		if err := s.b.cfg.Book.Put(ctx, s.creds.Login, fence, p); err != nil {
+			s.log.Error().Err(err).Int64("ticket", p.Ticket).Msg("fix: position book not written; the fill is not tracked")
+		}
+	}
+	return ticket
 }
 
 // ClosePosition implements broker.Session: a NewOrderSingle of the opposite side naming the
@@ -522,7 +564,9 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 		if err != nil {
 			return broker.OrderResult{}, err
 		}
-		return s.sendOrder(ctx, id, req.Order, nil, t.byID[str(first, fixwire.TagSymbol)].ContractSize)
+		sp := t.byID[str(first, fixwire.TagSymbol)]
+		res, err := s.sendOrder(ctx, id, req.Order, nil, sp.ContractSize)
+		return s.recordClose(ctx, req, sp.Name, sideOf(str(first, fixwire.TagSide)), res, err)
 	}
 	ps, err := s.Positions(ctx)
 	if err != nil {
@@ -537,16 +581,6 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 	if pos == nil {
 		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: no open position %d", req.Ticket)
 	}
-	if !s.feat.PositionIDs {
-		// An opposite order without a position id nets against whatever the account holds
-		// in the symbol: with two positions there it could close the wrong one.
-		for _, p := range ps {
-			if p.Symbol == pos.Symbol && p.Ticket != pos.Ticket {
-				return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
-					"fix: the %s dialect closes by an opposite order, and the account holds more than one %s position (hedging): it cannot say which one; use a netting account or a dialect with position ids", s.dialect, pos.Symbol)
-			}
-		}
-	}
 	symID, sp, err := s.symbol(ctx, pos.Symbol)
 	if err != nil {
 		return broker.OrderResult{}, err
@@ -559,7 +593,19 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 	if s.feat.PositionIDs {
 		m.Body.SetString(fixwire.TagPosMaintRptID, strconv.FormatInt(req.Ticket, 10))
 	}
-	return s.sendOrder(ctx, id, req.Order, m, sp.ContractSize)
+	res, err := s.sendOrder(ctx, id, req.Order, m, sp.ContractSize)
+	return s.recordClose(ctx, req, pos.Symbol, pos.Side.Opposite(), res, err)
+}
+
+// recordClose puts a fill of a close into the book, in a dialect without position ids: it
+// reduces the named position first.
+func (s *session) recordClose(ctx context.Context, req broker.CloseRequest, symbol string, side broker.Side, res broker.OrderResult, err error) (broker.OrderResult, error) {
+	if err != nil || s.feat.PositionIDs {
+		return res, err
+	}
+	s.record(ctx, req.Order, symbol, side, res.Volume, req.Ticket, broker.Position{})
+	res.Ticket = req.Ticket
+	return res, nil
 }
 
 // Modify implements broker.Session: OrderCancelReplaceRequest (G) naming the position
@@ -724,4 +770,12 @@ func (s *session) feedReport(id string, r *quickfix.Message) bool {
 		close(f.done)
 	}
 	return true
+}
+
+// sideOf reads Side (54).
+func sideOf(v string) broker.Side {
+	if v == fixwire.SideSell {
+		return broker.Sell
+	}
+	return broker.Buy
 }

@@ -96,6 +96,20 @@ func TestDialectConfiguration(t *testing.T) {
 			t.Errorf("account dialect %q: %v, want %q", c.dialect, err, c.want)
 		}
 	}
+	// A hedging account cannot be served in fix44 (a close by opposite order nets): refused
+	// for the node, and for an account that names fix44 on a node that says hedging.
+	if _, err := fix.New(fix.Config{Addr: "127.0.0.1:1", Dialect: fixwire.DialectFIX44, Symbols: simSymbols(t, e.sim), PositionMode: broker.Hedging}); err == nil || !strings.Contains(err.Error(), "hedging") {
+		t.Errorf("fix44 with hedging: %v, want a refusal naming hedging", err)
+	}
+	h, err := fix.New(fix.Config{Addr: e.front.Addr(), Symbols: simSymbols(t, e.sim), PositionMode: broker.Hedging})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Connect(t.Context(), broker.Credentials{Login: "d", Password: "pw", FIX: broker.FIXSession{Dialect: "fix44"}})
+	wantClass(t, err, broker.ErrPermanent)
+	if err == nil || !strings.Contains(err.Error(), "hedging") {
+		t.Errorf("account in fix44 on a hedging node: %v", err)
+	}
 	if n := len(e.front.Logons()); n != 0 {
 		t.Fatalf("%d logons for refused configurations, want none", n)
 	}
@@ -115,12 +129,15 @@ func TestDialectConfiguration(t *testing.T) {
 	}
 }
 
-// A fix44 close is an opposite order naming no position: where the account holds two
-// positions in the symbol (hedging) it could close the wrong one, so it is refused before
-// anything is sent; with one position it closes it.
-func TestFIX44CloseNeedsOnePosition(t *testing.T) {
+// Against a strict venue (no RequestForPositions, no position ids) the fix44 broker tracks
+// the account's positions from its own fills: an open is read back with its ticket, magic
+// and copy marker, a partial close reduces it, a close removes it, and a second broker
+// with the same book (another node after a takeover) sees the same positions.
+func TestFIX44PositionBook(t *testing.T) {
 	s := sim.New(sim.Config{Seed: 1, AutoProvision: true, DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e5, Leverage: 100, Mode: broker.Netting}})
-	e := newEnvFor(t, s, envOptions{client: fix.Config{Dialect: fixwire.DialectFIX44, Symbols: simSymbols(t, s)}})
+	book := fix.NewMemBook()
+	cfg := fix.Config{Dialect: fixwire.DialectFIX44, Symbols: simSymbols(t, s), Book: book}
+	e := newEnvFor(t, s, envOptions{front: fixfront.Options{Strict: true}, client: cfg})
 	ctx := t.Context()
 	must := func(err error) {
 		t.Helper()
@@ -128,35 +145,42 @@ func TestFIX44CloseNeedsOnePosition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A hedging account with two EURUSD positions.
-	must(s.Provision(ctx, broker.AccountSpec{Login: "hedged", Currency: "USD", Balance: 1e5, Leverage: 100, Mode: broker.Hedging}))
-	hs := connect(t, e, "hedged")
-	sym := firstSymbol(t, hs)
-	a, err := hs.Open(ctx, broker.OpenRequest{Order: order(), Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot})
-	must(err)
-	_, err = hs.Open(ctx, broker.OpenRequest{Order: order(), Symbol: sym.Name, Side: broker.Sell, Volume: 2 * sym.MinLot})
-	must(err)
-	before, err := s.OrderLog(ctx, 0, 0)
-	must(err)
-	_, err = hs.ClosePosition(ctx, broker.CloseRequest{Order: order(), Ticket: a.Ticket})
-	wantClass(t, err, broker.ErrPermanent)
-	if after, _ := s.OrderLog(ctx, 0, 0); len(after) != len(before) {
-		t.Fatalf("a refused close reached the server: %+v", after[len(before):])
-	}
-
-	// A netting account: the opposite order closes the one position.
 	ns := connect(t, e, "netted")
-	_, err = ns.Open(ctx, broker.OpenRequest{Order: order(), Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot})
+	sym := firstSymbol(t, ns)
+	res, err := ns.Open(ctx, broker.OpenRequest{Order: order(), Symbol: sym.Name, Side: broker.Buy, Volume: 3 * sym.MinLot, Magic: 7, Comment: "mc42"})
 	must(err)
 	ps, err := ns.Positions(ctx)
 	must(err)
-	if len(ps) != 1 {
-		t.Fatalf("positions %+v, want one", ps)
+	if len(ps) != 1 || ps[0].Ticket != res.Ticket || ps[0].Magic != 7 || ps[0].Comment != "mc42" || ps[0].Volume != 3*sym.MinLot || ps[0].Side != broker.Buy {
+		t.Fatalf("positions %+v, want the open (ticket %d, magic 7, mc42, %v lots)", ps, res.Ticket, 3*sym.MinLot)
 	}
-	if _, err := ns.ClosePosition(ctx, broker.CloseRequest{Order: order(), Ticket: ps[0].Ticket}); err != nil {
-		t.Fatal(err)
+
+	// Another node takes the account over (the first one's session ends): it reads the
+	// same book.
+	must(ns.Close())
+	e2 := newEnvFor(t, s, envOptions{front: fixfront.Options{Strict: true}, client: cfg})
+	ts := connect(t, e2, "netted")
+	_, err = ts.ClosePosition(ctx, broker.CloseRequest{Order: order(), Ticket: res.Ticket, Volume: sym.MinLot})
+	must(err)
+	ps, err = ts.Positions(ctx)
+	must(err)
+	if len(ps) != 1 || !near(ps[0].Volume, 2*sym.MinLot) {
+		t.Fatalf("after a partial close: %+v, want %v lots left", ps, 2*sym.MinLot)
 	}
-	if ps, err := ns.Positions(ctx); err != nil || len(ps) != 0 {
+	_, err = ts.ClosePosition(ctx, broker.CloseRequest{Order: order(), Ticket: res.Ticket})
+	must(err)
+	if ps, err := ts.Positions(ctx); err != nil || len(ps) != 0 {
 		t.Fatalf("after the close: %+v (%v), want none", ps, err)
 	}
+	// The venue agrees: nothing is left open.
+	if vs, err := s.Connect(ctx, broker.Credentials{Login: "netted"}); err == nil {
+		defer func() { _ = vs.Close() }()
+		if vp, err := vs.Positions(ctx); err != nil || len(vp) != 0 {
+			t.Fatalf("the venue holds %+v (%v), want none", vp, err)
+		}
+	} else {
+		t.Fatal(err)
+	}
 }
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }

@@ -814,6 +814,9 @@ func accountDialect(c broker.Credentials, cfg Config) (fixwire.Dialect, error) {
 		return "", broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
 			"fix: the %s dialect has no SecurityList: configure the venue's symbols (the account's FIX symbol list, or the node's: fix.Config.Symbols, --broker 'fix://…?symbols=FILE')", d)
 	}
+	if err := checkPositionMode(d, cfg.PositionMode); err != nil {
+		return "", broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "%v", err)
+	}
 	return d, nil
 }
 

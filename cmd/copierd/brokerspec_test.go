@@ -21,12 +21,14 @@ func TestParseBrokerSpecFIX(t *testing.T) {
 		t.Fatalf("config %+v", c)
 	}
 	for spec, want := range map[string]string{
-		"fix://venue:1?poll-positions=fast":  "poll-positions must be a duration",
-		"fix://venue:1?poll-positions=10ms":  "at least 100ms",
-		"fix://venue:1?colour=red":           `unknown parameter "colour"`,
-		"bridge://venue:1?poll-positions=1s": "unexpected path or query",
-		"fix://venue:1?dialect=fix42":        `FIX dialect "fix42"`,
-		"fix://venue:1?symbols=/nonexistent": "symbols",
+		"fix://venue:1?poll-positions=fast":                 "poll-positions must be a duration",
+		"fix://venue:1?poll-positions=10ms":                 "at least 100ms",
+		"fix://venue:1?colour=red":                          `unknown parameter "colour"`,
+		"bridge://venue:1?poll-positions=1s":                "unexpected path or query",
+		"fix://venue:1?dialect=fix42":                       `FIX dialect "fix42"`,
+		"fix://venue:1?symbols=/nonexistent":                "symbols",
+		"fix://venue:1?position-mode=sideways":              "netting or hedging",
+		"fix://venue:1?dialect=fix44&position-mode=hedging": "hedging cannot be served by the fix44 dialect",
 	} {
 		if _, err := parseBrokerSpec(spec); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", spec, err, want)

@@ -50,7 +50,8 @@ one ('copierd sim --token');
 account's trades made outside the session; ?dialect=fix44 speaks standard FIX 4.4 only to
 accounts that name no dialect (default ctrader), with the venue's symbols from
 ?symbols=FILE (a JSON array of {"name", "id", "contract_size", "digits", "min_lot",
-"lot_step", "max_lot"}); see broker/fix/FIX.md).
+"lot_step", "max_lot"}); ?position-mode=netting|hedging is the venue accounts' mode
+(default netting; fix44 serves netting only); see broker/fix/FIX.md).
 
 Configuration errors are reported before anything is touched (exit 2). A database or
 bridge that cannot be reached at start is retried with backoff until it can, or until
@@ -293,6 +294,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case brokerFIX:
 		fcfg := bk.fixConfig(log)
 		fcfg.Token = f.fixToken
+		fcfg.Book = storeBook{pool: pool, node: cfg.NodeID, platform: cfg.Platform}
 		fb, err := fix.New(fcfg)
 		if err != nil {
 			return usageErr(err)
@@ -393,6 +395,8 @@ type brokerSpec struct {
 	// symbols the venue's symbol list read from ?symbols=FILE.
 	dialect fixwire.Dialect
 	symbols []fix.Symbol
+	// positionMode is the venue accounts' position mode (?position-mode=; zero: netting).
+	positionMode broker.AccountMode
 }
 
 // String describes the broker for logs (it never holds a secret).
@@ -412,7 +416,7 @@ func (b brokerSpec) String() string {
 // fixConfig is the FIX broker configuration of a fix:// spec.
 func (b brokerSpec) fixConfig(log zerolog.Logger) fix.Config {
 	return fix.Config{Addr: b.addr, TLS: b.tls, TargetCompID: b.targetCompID, TargetSubID: b.targetSubID,
-		SenderSubID: b.senderSubID, PollPositions: b.pollPositions, Dialect: b.dialect, Symbols: b.symbols, Log: log}
+		SenderSubID: b.senderSubID, PollPositions: b.pollPositions, Dialect: b.dialect, Symbols: b.symbols, PositionMode: b.positionMode, Log: log}
 }
 
 // parseBrokerSpec parses --broker: "sim" or "bridge://HOST:PORT".
@@ -469,14 +473,26 @@ func parseBrokerSpec(s string) (brokerSpec, error) {
 					return brokerSpec{}, bad(err.Error())
 				}
 				spec.dialect = d
+			case "position-mode":
+				switch v[0] {
+				case "netting":
+					spec.positionMode = broker.Netting
+				case "hedging":
+					spec.positionMode = broker.Hedging
+				default:
+					return brokerSpec{}, bad("position-mode must be netting or hedging")
+				}
 			case "symbols":
 				if spec.symbols, err = readSymbols(v[0]); err != nil {
 					return brokerSpec{}, bad(err.Error())
 				}
 			default:
-				return brokerSpec{}, bad("unknown parameter " + strconv.Quote(k) + " (want target-comp-id, target-sub-id, sender-sub-id, poll-positions, dialect or symbols)")
+				return brokerSpec{}, bad("unknown parameter " + strconv.Quote(k) + " (want target-comp-id, target-sub-id, sender-sub-id, poll-positions, dialect, position-mode or symbols)")
 			}
 		}
+	}
+	if spec.positionMode == broker.Hedging && !spec.dialect.Or(fixwire.DefaultDialect).Features().PositionIDs {
+		return brokerSpec{}, bad("position-mode=hedging cannot be served by the " + string(spec.dialect) + " dialect: a close is an opposite order, which nets (use a netting account, or a dialect with position ids)")
 	}
 	host, port, err := net.SplitHostPort(u.Host)
 	if err != nil || host == "" {
