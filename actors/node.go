@@ -422,8 +422,7 @@ func FIXSession(f store.FIXSession) broker.FIXSession {
 	out := broker.FIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID, TargetCompID: f.TargetCompID,
 		TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect}
 	for _, s := range f.Symbols {
-		out.Symbols = append(out.Symbols, broker.FIXSymbol{ID: s.ID, SymbolSpec: broker.SymbolSpec{Name: s.Name,
-			ContractSize: s.ContractSize, Digits: s.Digits, MinLot: s.MinLot, LotStep: s.LotStep, MaxLot: s.MaxLot}})
+		out.Symbols = append(out.Symbols, s.Symbol())
 	}
 	return out
 }

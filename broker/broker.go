@@ -99,6 +99,31 @@ type FIXSymbol struct {
 	ID string
 }
 
+// SymbolEntry is a FIXSymbol as configured lists write it — the list file
+// (?symbols=FILE), an account's stored FIX settings, the bridge's wire — flat, under one set
+// of JSON names.
+type SymbolEntry struct {
+	Name         string  `json:"name"`
+	ID           string  `json:"id,omitempty"` // the venue's Symbol (55); empty: the name
+	ContractSize float64 `json:"contract_size"`
+	Digits       int     `json:"digits"`
+	MinLot       float64 `json:"min_lot"`
+	LotStep      float64 `json:"lot_step"`
+	MaxLot       float64 `json:"max_lot"` // 0: no maximum
+}
+
+// Symbol is the entry as a FIXSymbol.
+func (e SymbolEntry) Symbol() FIXSymbol {
+	return FIXSymbol{ID: e.ID, SymbolSpec: SymbolSpec{Name: e.Name, ContractSize: e.ContractSize, Digits: e.Digits,
+		MinLot: e.MinLot, LotStep: e.LotStep, MaxLot: e.MaxLot}}
+}
+
+// Entry is the symbol as a list entry.
+func (s FIXSymbol) Entry() SymbolEntry {
+	return SymbolEntry{Name: s.Name, ID: s.ID, ContractSize: s.ContractSize, Digits: s.Digits, MinLot: s.MinLot,
+		LotStep: s.LotStep, MaxLot: s.MaxLot}
+}
+
 // AccountInfo is an account's state as the trade server reports it.
 type AccountInfo struct {
 	Login    string

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/snapcopier/copier/broker"
 )
 
 // Queries of trading_accounts: the configured accounts, the operator's view of them (search,
@@ -61,16 +63,9 @@ type FIXSession struct {
 	Symbols []FIXSymbol `json:"symbols,omitempty"`
 }
 
-// FIXSymbol is one symbol of an account's list, with the names of broker/fix's list file.
-type FIXSymbol struct {
-	Name         string  `json:"name"`
-	ID           string  `json:"id,omitempty"` // the venue's Symbol (55); empty: the name
-	ContractSize float64 `json:"contract_size"`
-	Digits       int     `json:"digits"`
-	MinLot       float64 `json:"min_lot"`
-	LotStep      float64 `json:"lot_step"`
-	MaxLot       float64 `json:"max_lot"` // 0: no maximum
-}
+// FIXSymbol is one symbol of an account's list, stored under the names of broker/fix's
+// list file.
+type FIXSymbol = broker.SymbolEntry
 
 // FollowerConfig is what a node needs to copy to one follower: the account, its enabled
 // links, and the masters those links read.

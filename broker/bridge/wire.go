@@ -34,17 +34,9 @@ type wireFIXSession struct {
 	Symbols      []wireFIXSymbol `json:"symbols,omitempty"`
 }
 
-// wireFIXSymbol is broker.FIXSymbol on the wire: the fields of a configured symbol list
+// wireFIXSymbol is broker.FIXSymbol on the wire: an entry of a configured symbol list
 // (broker/fix's list file has the same names).
-type wireFIXSymbol struct {
-	Name         string  `json:"name"`
-	ID           string  `json:"id,omitempty"`
-	ContractSize float64 `json:"contract_size"`
-	Digits       int     `json:"digits"`
-	MinLot       float64 `json:"min_lot"`
-	LotStep      float64 `json:"lot_step"`
-	MaxLot       float64 `json:"max_lot"`
-}
+type wireFIXSymbol = broker.SymbolEntry
 
 func toWireCredentials(c broker.Credentials) wireCredentials {
 	w := wireCredentials{Login: c.Login, Server: c.Server, Password: c.Password}
@@ -52,8 +44,7 @@ func toWireCredentials(c broker.Credentials) wireCredentials {
 		w.FIX = &wireFIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID,
 			TargetCompID: f.TargetCompID, TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect}
 		for _, s := range f.Symbols {
-			w.FIX.Symbols = append(w.FIX.Symbols, wireFIXSymbol{Name: s.Name, ID: s.ID, ContractSize: s.ContractSize,
-				Digits: s.Digits, MinLot: s.MinLot, LotStep: s.LotStep, MaxLot: s.MaxLot})
+			w.FIX.Symbols = append(w.FIX.Symbols, s.Entry())
 		}
 	}
 	return w
@@ -65,8 +56,7 @@ func (w wireCredentials) credentials() broker.Credentials {
 		c.FIX = broker.FIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID,
 			TargetCompID: f.TargetCompID, TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect}
 		for _, s := range f.Symbols {
-			c.FIX.Symbols = append(c.FIX.Symbols, broker.FIXSymbol{ID: s.ID, SymbolSpec: broker.SymbolSpec{Name: s.Name,
-				ContractSize: s.ContractSize, Digits: s.Digits, MinLot: s.MinLot, LotStep: s.LotStep, MaxLot: s.MaxLot}})
+			c.FIX.Symbols = append(c.FIX.Symbols, s.Symbol())
 		}
 	}
 	return c

@@ -83,17 +83,6 @@ func configuredTable(list []Symbol) *symbolTable {
 	return t
 }
 
-// symbolJSON is one entry of a symbol list file (ParseSymbols).
-type symbolJSON struct {
-	Name         string  `json:"name"`
-	ID           string  `json:"id"`
-	ContractSize float64 `json:"contract_size"`
-	Digits       int     `json:"digits"`
-	MinLot       float64 `json:"min_lot"`
-	LotStep      float64 `json:"lot_step"`
-	MaxLot       float64 `json:"max_lot"`
-}
-
 // ParseSymbols reads a configured symbol list, a JSON array of
 // {"name", "id" (the venue's Symbol (55); default the name), "contract_size", "digits",
 // "min_lot", "lot_step", "max_lot" (0: no maximum)}, and checks it (CheckSymbols).
@@ -101,14 +90,13 @@ type symbolJSON struct {
 func ParseSymbols(r io.Reader) ([]Symbol, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
-	var in []symbolJSON
+	var in []broker.SymbolEntry
 	if err := dec.Decode(&in); err != nil {
 		return nil, fmt.Errorf("fix: symbol list: %w", err)
 	}
 	out := make([]Symbol, len(in))
 	for i, e := range in {
-		out[i] = Symbol{ID: e.ID, SymbolSpec: broker.SymbolSpec{Name: e.Name, ContractSize: e.ContractSize, Digits: e.Digits,
-			MinLot: e.MinLot, LotStep: e.LotStep, MaxLot: e.MaxLot}}
+		out[i] = e.Symbol()
 	}
 	if err := CheckSymbols(out); err != nil {
 		return nil, err
