@@ -132,6 +132,12 @@ type AccountInfo struct {
 	Equity   float64
 	Leverage int
 	Mode     AccountMode
+	// EquityUnknown: the trade server does not say the account's balance and equity (a
+	// standard FIX 4.4 venue that refuses CollateralInquiry): Balance, Equity, Currency and
+	// Leverage are then not the account's and must not be read as such — never as 0. Sizing
+	// that needs them skips the copy (reconcile.SkipEquityUnknown); an equity protection
+	// that needs them cannot be evaluated, so the follower opens no new copies.
+	EquityUnknown bool
 }
 
 // SymbolSpec is a tradable instrument as one server specifies it. Two servers may specify

@@ -69,16 +69,18 @@ type wireAccount struct {
 	Equity   float64 `json:"equity"`
 	Leverage int     `json:"leverage"`
 	Mode     int8    `json:"mode"`
+	// EquityUnknown: broker.AccountInfo.EquityUnknown (absent: known, as from an older peer).
+	EquityUnknown bool `json:"equity_unknown,omitempty"`
 }
 
 func toWireAccount(a broker.AccountInfo) wireAccount {
 	return wireAccount{Login: a.Login, Currency: a.Currency, Balance: a.Balance, Equity: a.Equity,
-		Leverage: a.Leverage, Mode: int8(a.Mode)}
+		Leverage: a.Leverage, Mode: int8(a.Mode), EquityUnknown: a.EquityUnknown}
 }
 
 func (w wireAccount) toBroker() broker.AccountInfo {
 	return broker.AccountInfo{Login: w.Login, Currency: w.Currency, Balance: w.Balance, Equity: w.Equity,
-		Leverage: w.Leverage, Mode: broker.AccountMode(w.Mode)}
+		Leverage: w.Leverage, Mode: broker.AccountMode(w.Mode), EquityUnknown: w.EquityUnknown}
 }
 
 type wireSymbol struct {

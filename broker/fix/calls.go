@@ -225,7 +225,40 @@ func (s *session) symbol(ctx context.Context, name string) (string, broker.Symbo
 
 // Account implements broker.Session: CollateralInquiry (BB) answered by CollateralReport
 // (BA) or BusinessMessageReject (j).
+//
+// In a dialect where CollateralInquiry is optional (fix44), a venue that refuses it as
+// unsupported (a Reject, or a BusinessMessageReject that is not "not available now") does
+// not say the balance and equity: Account returns the login, the configured position mode
+// and EquityUnknown, without an error, and the session does not ask that venue again.
 func (s *session) Account(ctx context.Context) (broker.AccountInfo, error) {
+	if s.noCollateral.Load() {
+		return s.unknownEquity(), nil
+	}
+	info, err := s.collateral(ctx)
+	var rf *refusedError
+	if err != nil && !s.feat.Collateral && errors.As(err, &rf) && rf.msgType == fixwire.MsgCollateralInquiry &&
+		errors.Is(err, broker.ErrPermanent) {
+		if !s.noCollateral.Swap(true) {
+			s.log.Info().Err(err).Msg("fix: the venue refuses CollateralInquiry; the account's balance and equity are unknown")
+		}
+		return s.unknownEquity(), nil
+	}
+	return info, err
+}
+
+// unknownEquity is the account as far as a venue without CollateralInquiry lets it be
+// known: its login and the configured position mode (netting: the only one a dialect
+// without position ids serves).
+func (s *session) unknownEquity() broker.AccountInfo {
+	mode := s.b.cfg.PositionMode
+	if mode == 0 {
+		mode = broker.Netting
+	}
+	return broker.AccountInfo{Login: s.creds.Login, Mode: mode, EquityUnknown: true}
+}
+
+// collateral asks the venue for the account: CollateralInquiry (BB).
+func (s *session) collateral(ctx context.Context) (broker.AccountInfo, error) {
 	id := s.b.nextID("c")
 	m := newMsg(fixwire.MsgCollateralInquiry)
 	m.Body.SetString(fixwire.TagCollInquiryID, id)

@@ -3,6 +3,7 @@ package fix_test
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/snapcopier/copier/broker"
@@ -184,3 +185,38 @@ func TestFIX44PositionBook(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// A fix44 venue that refuses CollateralInquiry as unsupported (the strict front) does not
+// say the balance and equity: Account returns the login, the netting mode and
+// EquityUnknown without an error, and the session asks the venue once, not on every call.
+// (The ctrader dialect still fails on the refusal: TestRefusalsMatchedAndClassified.)
+func TestFIX44AccountWithoutCollateralInquiry(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 1, AutoProvision: true})
+	var mu sync.Mutex
+	inquiries := 0
+	e := newEnvFor(t, s, envOptions{front: fixfront.Options{Strict: true},
+		client: fix.Config{Dialect: fixwire.DialectFIX44, Symbols: simSymbols(t, s)},
+		wire: func(raw string) {
+			if strings.Contains(raw, "\x0135="+fixwire.MsgCollateralInquiry+"\x01") {
+				mu.Lock()
+				inquiries++
+				mu.Unlock()
+			}
+		}})
+	sess := connect(t, e, "nocoll")
+	for i := range 3 {
+		info, err := sess.Account(t.Context())
+		if err != nil {
+			t.Fatalf("account %d: %v, want no error", i, err)
+		}
+		want := broker.AccountInfo{Login: "nocoll", Mode: broker.Netting, EquityUnknown: true}
+		if info != want {
+			t.Fatalf("account %d: %+v, want %+v", i, info, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if inquiries != 1 {
+		t.Fatalf("%d CollateralInquiries sent, want 1 (the refusal is remembered)", inquiries)
+	}
+}

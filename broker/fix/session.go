@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,9 +32,12 @@ type session struct {
 	// symList is the configured list where the dialect has no SecurityList: the account's,
 	// else the node's.
 	symList []Symbol
-	id      quickfix.SessionID
-	set     *quickfix.Settings
-	log     zerolog.Logger
+	// noCollateral: the venue refused CollateralInquiry as unsupported (a dialect where it
+	// is optional); Account no longer asks it.
+	noCollateral atomic.Bool
+	id           quickfix.SessionID
+	set          *quickfix.Settings
+	log          zerolog.Logger
 
 	mu       sync.Mutex
 	loggedOn bool

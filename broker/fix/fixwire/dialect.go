@@ -62,6 +62,10 @@ type Features struct {
 	// PositionIDs: fills name the position (721) and a close names the position it
 	// closes; without them a close is an opposite order for the position's volume.
 	PositionIDs bool
+	// Collateral: the venue answers CollateralInquiry (BB), and a refusal of it is an
+	// error. Without it CollateralInquiry is optional: a venue that refuses it does not say
+	// the balance and equity, and Account reports them unknown.
+	Collateral bool
 }
 
 // Features returns the dialect's features ("" is the default dialect).
@@ -69,7 +73,7 @@ func (d Dialect) Features() Features {
 	if d == DialectFIX44 {
 		return Features{}
 	}
-	return Features{Fence: true, OrderTags: true, SecurityList: true, PositionIDs: true}
+	return Features{Fence: true, OrderTags: true, SecurityList: true, PositionIDs: true, Collateral: true}
 }
 
 // Or returns d, or def when d is empty.
