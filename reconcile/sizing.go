@@ -64,6 +64,9 @@ func rawSize(in SizeInput) (float64, SkipReason, string) {
 		if !positive(in.StopDistance) {
 			return 0, SkipNoStopLoss, "risk_percent sizing needs a stop-loss"
 		}
+		if in.Follower.EquityUnknown {
+			return 0, SkipEquityUnknown, "risk_percent sizing needs the follower's equity: equity unknown"
+		}
 		if !positive(in.Follower.Equity) {
 			return 0, SkipNoBalance, fmt.Sprintf("follower equity %v", in.Follower.Equity)
 		}
@@ -85,11 +88,17 @@ func rawSize(in SizeInput) (float64, SkipReason, string) {
 	switch s.Mode {
 	case SizeLotMultiplier:
 	case SizeBalanceRatio:
+		if why := unknownEquity(in, "balance_ratio", "balance"); why != "" {
+			return 0, SkipEquityUnknown, why
+		}
 		if !positive(in.Master.Balance) || !positive(in.Follower.Balance) {
 			return 0, SkipNoBalance, fmt.Sprintf("balances master %v, follower %v", in.Master.Balance, in.Follower.Balance)
 		}
 		v *= in.Follower.Balance / in.Master.Balance
 	case SizeEquityRatio:
+		if why := unknownEquity(in, "equity_ratio", "equity"); why != "" {
+			return 0, SkipEquityUnknown, why
+		}
 		if !positive(in.Master.Equity) || !positive(in.Follower.Equity) {
 			return 0, SkipNoBalance, fmt.Sprintf("equities master %v, follower %v", in.Master.Equity, in.Follower.Equity)
 		}
@@ -98,4 +107,22 @@ func rawSize(in SizeInput) (float64, SkipReason, string) {
 		return 0, SkipInvalidLink, fmt.Sprintf("sizing mode %v", s.Mode)
 	}
 	return v, 0, ""
+}
+
+// unknownEquity is the detail of a ratio mode's skip when the master's or the follower's
+// balance and equity are unknown (broker.AccountInfo.EquityUnknown), "" when both are
+// known: an unknown one is never read as 0.
+func unknownEquity(in SizeInput, mode, what string) string {
+	var who string
+	switch {
+	case in.Master.EquityUnknown && in.Follower.EquityUnknown:
+		who = "master's and the follower's"
+	case in.Master.EquityUnknown:
+		who = "master's"
+	case in.Follower.EquityUnknown:
+		who = "follower's"
+	default:
+		return ""
+	}
+	return fmt.Sprintf("%s sizing needs the %s %s: equity unknown", mode, who, what)
 }

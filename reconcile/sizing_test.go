@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/snapcopier/copier/broker"
@@ -180,4 +181,46 @@ func TestFitVolumeBounds(t *testing.T) {
 			t.Fatalf("FitVolume(%v) = %v rounded up without force_min", v, got)
 		}
 	})
+}
+
+// An unknown balance and equity (broker.AccountInfo.EquityUnknown, a venue that does not
+// say them) is never read as 0: a mode that needs the master's or the follower's skips
+// the copy as equity_unknown, naming whose; the modes that need neither size as usual.
+func TestSizeEquityUnknown(t *testing.T) {
+	eur := fx("EURUSD")
+	known := broker.AccountInfo{Balance: 10_000, Equity: 9_000, Mode: broker.Netting}
+	unknown := broker.AccountInfo{Mode: broker.Netting, EquityUnknown: true}
+	def := DefaultSettings().Sizing
+	with := func(f func(*Sizing)) Sizing { s := def; f(&s); return s }
+	needs := map[string]Sizing{
+		"balance_ratio": with(func(s *Sizing) { s.Mode = SizeBalanceRatio }),
+		"equity_ratio":  with(func(s *Sizing) { s.Mode = SizeEquityRatio }),
+		"risk_percent":  with(func(s *Sizing) { s.Mode, s.RiskPercent = SizeRiskPercent, 1 }),
+	}
+	for mode, sz := range needs {
+		for _, c := range []struct {
+			who              string
+			master, follower broker.AccountInfo
+		}{{"follower's", known, unknown}, {"master's", unknown, known}, {"master's and the follower's", unknown, unknown}} {
+			if mode == "risk_percent" && !c.follower.EquityUnknown {
+				continue // risk_percent reads only the follower's equity
+			}
+			v, why, detail := size(SizeInput{Sizing: sz, MasterVolume: 1, Master: c.master, Follower: c.follower,
+				MasterSpec: eur, FollowerSpec: eur, StopDistance: 0.005})
+			if v != 0 || why != SkipEquityUnknown || !strings.Contains(detail, "equity unknown") || !strings.Contains(detail, mode) {
+				t.Errorf("%s, %s unknown: %v %v %q, want a skip %v naming %s and \"equity unknown\"", mode, c.who, v, why, detail, SkipEquityUnknown, mode)
+			}
+			if mode != "risk_percent" && !strings.Contains(detail, c.who) {
+				t.Errorf("%s: detail %q does not name the %s", mode, detail, c.who)
+			}
+		}
+	}
+	if why := SkipEquityUnknown.String(); why != "equity_unknown" {
+		t.Errorf("reason name %q", why)
+	}
+	for _, sz := range []Sizing{def, with(func(s *Sizing) { s.Mode, s.FixedLot = SizeFixedLot, 0.3 })} {
+		if v, why := Size(SizeInput{Sizing: sz, MasterVolume: 0.2, Master: unknown, Follower: unknown, MasterSpec: eur, FollowerSpec: eur}); why != 0 || v <= 0 {
+			t.Errorf("mode %v with unknown equities: %v %v, want a volume", sz.Mode, v, why)
+		}
+	}
 }

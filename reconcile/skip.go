@@ -58,6 +58,9 @@ const (
 	// SkipRestricted: a protection (stop-out or close-only mode) forbids new copies
 	// (Input.Restrict).
 	SkipRestricted
+	// SkipEquityUnknown: the sizing mode needs a balance or equity the trade server does
+	// not say (broker.AccountInfo.EquityUnknown, the master's or the follower's).
+	SkipEquityUnknown
 )
 
 // String returns the reason's snake_case name.
@@ -109,6 +112,8 @@ func (r SkipReason) String() string {
 		return "wrong_account"
 	case SkipRestricted:
 		return "restricted"
+	case SkipEquityUnknown:
+		return "equity_unknown"
 	}
 	return fmt.Sprintf("SkipReason(%d)", int8(r))
 }
