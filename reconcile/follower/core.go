@@ -87,9 +87,12 @@ type Core struct {
 	afterRun    Cause // a reconcile asked for while a run waited for a resend: its end takes it up
 	lease       bool  // the lease as of the input being stepped (At.Lease; false for inputs without it)
 
-	guards       map[int64]*guard // stop-outs by scope (0: the follower's own, else the link's)
-	protGen      int64            // bumped whenever a link's effective close-only mode changes
-	reconProtGen int64            // protGen when the reconcile in flight was asked for
+	guards map[int64]*guard // stop-outs by scope (0: the follower's own, else the link's)
+	// equityUnknown: the last reading of the follower's account did not say its equity
+	// (broker.AccountInfo.EquityUnknown); limits that need it hold new copies.
+	equityUnknown bool
+	protGen       int64 // bumped whenever a link's effective close-only mode changes
+	reconProtGen  int64 // protGen when the reconcile in flight was asked for
 
 	held       []eventPlan  // in-order events held back while the account is behind (EventBehind)
 	one        [1]eventPlan // the run's events when nothing is held (no allocation per event)
@@ -622,9 +625,8 @@ func (c *Core) Reconciled(at At, r *Reconciled) *Ready {
 			mv.state, mv.fetched = st, true
 		}
 	}
-	c.status.Balance, c.status.Equity, c.status.Positions = r.Follower.Info.Balance, r.Follower.Info.Equity, len(r.Follower.Positions)
-	c.ready.StatusChanged = true
-	c.observeEquity(now, r.Follower.Info.Equity)
+	c.status.Positions = len(r.Follower.Positions)
+	c.readEquity(now, r.Follower.Info)
 	c.run = execution{kind: runReconcile, cur: -1, plans: r.Plans, protGen: c.reconProtGen}
 	if c.reconProtGen != c.protGen {
 		// A stop-out started or ended since the plans were made (this reading or one
@@ -717,9 +719,7 @@ func (c *Core) EquityRead(at At, info broker.AccountInfo) *Ready {
 	if c.stopped {
 		return c.done()
 	}
-	c.status.Balance, c.status.Equity = info.Balance, info.Equity
-	c.ready.StatusChanged = true
-	if c.observeEquity(now, info.Equity) {
+	if c.readEquity(now, info) {
 		c.dirty = true
 		c.maybeReconcile(now, CauseProtection)
 	}

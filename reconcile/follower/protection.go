@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/reconcile/protect"
 )
 
@@ -89,16 +90,34 @@ func (c *Core) followerMode() protect.CloseOnly {
 	return protect.CopyNormally
 }
 
+// blind reports whether g has limits to measure and the follower's equity is unknown
+// (broker.AccountInfo.EquityUnknown): the limits cannot be evaluated.
+func (c *Core) blind(g *guard) bool {
+	return g != nil && c.equityUnknown && g.limits.Enabled()
+}
+
+// guardMode is the close-only mode scope g imposes at now: its stop-out's, and no new
+// copies while its limits cannot be evaluated (the equity is unknown). An unknown equity
+// is never measured, as 0 or otherwise: it neither breaches a limit nor lifts a stop-out.
+func (c *Core) guardMode(g *guard, now time.Time) protect.CloseOnly {
+	mode := g.stopMode(now)
+	if c.blind(g) {
+		mode = protect.Stricter(mode, protect.LetClose)
+	}
+	return mode
+}
+
 // applyProtection sets each link's effective close-only mode: the stricter of its own, the
-// follower's, and what a stop-out in force (the follower's or the link's) imposes. It
-// reports whether any link's mode changed; the caller then reconciles (a plan made under
-// the old modes must not be carried out: protGen tells).
+// follower's, and what a stop-out in force (the follower's or the link's) imposes, or a
+// limit that cannot be evaluated (guardMode). It reports whether any link's mode changed;
+// the caller then reconciles (a plan made under the old modes must not be carried out:
+// protGen tells).
 func (c *Core) applyProtection(now time.Time) bool {
 	changed := false
-	followerStop := c.guards[0].stopMode(now)
+	followerStop := c.guardMode(c.guards[0], now)
 	for i := range c.links {
 		l := &c.links[i]
-		mode := protect.Stricter(l.closeOnly, protect.Stricter(c.followerMode(), protect.Stricter(followerStop, c.guards[l.id].stopMode(now))))
+		mode := protect.Stricter(l.closeOnly, protect.Stricter(c.followerMode(), protect.Stricter(followerStop, c.guardMode(c.guards[l.id], now))))
 		if l.link.Settings.Protect.CloseOnly != mode {
 			l.link.Settings.Protect.CloseOnly = mode
 			changed = true
@@ -109,6 +128,12 @@ func (c *Core) applyProtection(now time.Time) bool {
 		g := c.guards[scope]
 		if g.state.Stopped(now) {
 			stopped = describeStop(scope, g.state.Stop)
+			break
+		}
+	}
+	for _, scope := range c.scopes() {
+		if stopped == "" && c.blind(c.guards[scope]) {
+			stopped = describeBlind(scope)
 			break
 		}
 	}
@@ -130,12 +155,38 @@ func describeStop(scope int64, s *protect.StopOut) string {
 	return fmt.Sprintf("%s stopped out (%s) at equity %.2f, loss %.2f", where, s.Reason, s.Equity, s.Loss)
 }
 
+// describeBlind is the status of a scope whose limits cannot be evaluated.
+func describeBlind(scope int64) string {
+	where := "follower"
+	if scope != 0 {
+		where = fmt.Sprintf("link %d", scope)
+	}
+	return where + " equity protection cannot be evaluated: equity unknown (no new copies)"
+}
+
+// readEquity takes one reading of the follower's account into the status and the guards
+// (observeEquity), or, when the trade server does not say the equity, marks it unknown and
+// holds new copies where a limit needs it. It reports whether a link's mode changed (see
+// applyProtection).
+func (c *Core) readEquity(now time.Time, info broker.AccountInfo) bool {
+	c.status.Balance, c.status.Equity, c.status.EquityUnknown = info.Balance, info.Equity, info.EquityUnknown
+	if info.EquityUnknown {
+		c.status.Balance, c.status.Equity = 0, 0 // not the account's: never shown as its
+	}
+	c.ready.StatusChanged = true
+	c.equityUnknown = info.EquityUnknown
+	if info.EquityUnknown {
+		return c.applyProtection(now)
+	}
+	return c.observeEquity(now, info.Equity)
+}
+
 // observeEquity runs every guard on one equity reading: changed states are written, a
 // breach is journalled and noted. It reports whether a link's mode changed (see
 // applyProtection).
 func (c *Core) observeEquity(now time.Time, equity float64) bool {
 	if len(c.guards) == 0 {
-		return false
+		return c.applyProtection(now) // an unknown equity before may have held copies
 	}
 	for _, scope := range c.scopes() {
 		g := c.guards[scope]

@@ -2,6 +2,7 @@ package follower
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/snapcopier/copier/broker"
@@ -92,4 +93,89 @@ func TestResetAdoptsTheStoredState(t *testing.T) {
 	if h.c.Status().StopOut != "" {
 		t.Fatalf("an operator reset was not adopted: %q", h.c.Status().StopOut)
 	}
+}
+
+// TestUnknownEquityHoldsNewCopies: a follower whose trade server does not say its equity
+// (broker.AccountInfo.EquityUnknown) and that has a limit needing it opens no new copies
+// while closes still flow, and its status says why; the unknown equity is never measured
+// (no stop-out, no state written). A known reading lifts the hold.
+func TestUnknownEquityHoldsNewCopies(t *testing.T) {
+	limits := []byte(`{"max_drawdown":{"percent":10}}`)
+	h := newHarness(t, Options{})
+	h.rd = h.c.Start(Status{})
+	h.rd = h.c.Loaded(h.at(), Loaded{Config: config(1, ""), Protection: Protection{Limits: limits}, WithTickets: true})
+	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5)
+	h.rd = h.c.TokenDone(h.tick(), nil, false)
+	h.wantReconcile(CauseStart)
+	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil) // equity 10,000
+	h.event(broker.Opened, 1, 6, h.mpos(500))
+	h.wantSend(reconcile.Open)
+	h.filled(9001)
+
+	unknown := broker.AccountInfo{Login: "f", Mode: broker.Hedging, EquityUnknown: true}
+	h.rd = h.c.EquityRead(h.at(), unknown)
+	st := h.c.Status()
+	if !st.EquityUnknown || st.Equity != 0 || st.Balance != 0 || !strings.Contains(st.StopOut, "equity unknown") ||
+		!strings.Contains(st.StopOut, "cannot be evaluated") {
+		t.Fatalf("status %+v: want equity unknown and the protection that cannot be evaluated", st)
+	}
+	if len(h.rd.Protection) != 0 || len(h.rd.Journal) != 0 || hasNote(h.rd, NoteStopOut) != nil {
+		t.Fatalf("an unknown equity was measured: protection %+v, journal %+v", h.rd.Protection, h.rd.Journal)
+	}
+	if got := h.wantReconcile(CauseProtection).Links[0].Link.Settings.Protect.CloseOnly; got != protect.LetClose {
+		t.Fatalf("link mode %q while the limit cannot be evaluated, want let_close (no new copies)", got)
+	}
+	ps, _, _ := h.c.Positions()
+	f := state("f", broker.Hedging, ps...)
+	f.Info = unknown
+	h.answer(f, state("m", broker.Hedging, h.mpos(500)), nil)
+
+	h.event(broker.Opened, 1, 7, h.mpos(501))
+	if h.rd.Send != nil {
+		t.Fatalf("a new copy was opened while the equity protection cannot be evaluated: %+v", h.rd.Send.Action)
+	}
+	h.event(broker.Closed, 1, 8, h.mpos(500))
+	if a := h.wantSend(reconcile.Close); a.FollowerTicket != 9001 {
+		t.Fatalf("closes %d, want the copy 9001: closes must flow", a.FollowerTicket)
+	}
+	h.filled(9001)
+
+	h.rd = h.c.EquityRead(h.at(), broker.AccountInfo{Login: "f", Balance: 10_000, Equity: 9_500, Mode: broker.Hedging})
+	if st := h.c.Status(); st.EquityUnknown || st.StopOut != "" || st.Equity != 9_500 {
+		t.Fatalf("status %+v after a known reading, want copying", st)
+	}
+	if got := h.wantReconcile(CauseProtection).Links[0].Link.Settings.Protect.CloseOnly; got != protect.CopyNormally {
+		t.Fatalf("link mode %q after a known reading, want copy normally", got)
+	}
+}
+
+// TestUnknownEquityKeepsAStopOut: an unknown reading neither lifts a stop-out in force
+// nor softens it (close_now stays), and a follower without limits copies as usual.
+func TestUnknownEquityKeepsAStopOut(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.rd = h.c.Start(Status{})
+	h.rd = h.c.Loaded(h.at(), Loaded{Config: config(1, ""), Protection: Protection{Limits: []byte(`{"max_drawdown":{"percent":10}}`)}, WithTickets: true})
+	h.rd = h.c.EquityRead(h.at(), broker.AccountInfo{Balance: 10_000, Equity: 10_000})
+	h.rd = h.c.EquityRead(h.at(), broker.AccountInfo{Balance: 10_000, Equity: 8_000})
+	stop := h.c.Status().StopOut
+	if !strings.Contains(stop, "stopped out") {
+		t.Fatalf("not stopped out at 20 %% down: %q", stop)
+	}
+	h.rd = h.c.EquityRead(h.at(), broker.AccountInfo{EquityUnknown: true})
+	if got := h.c.Status().StopOut; got != stop || len(h.rd.Protection) != 0 {
+		t.Fatalf("status %q (protection rows %+v) after an unknown reading, want the stop-out %q kept", got, h.rd.Protection, stop)
+	}
+	if got := h.c.links[0].link.Settings.Protect.CloseOnly; got != protect.CloseNow {
+		t.Fatalf("link mode %q, want close_now kept", got)
+	}
+
+	free := newHarness(t, Options{})
+	f := state("f", broker.Hedging)
+	f.Info = broker.AccountInfo{Login: "f", Mode: broker.Hedging, EquityUnknown: true}
+	free.copying(config(1, ""), f, state("m", broker.Hedging))
+	if st := free.c.Status(); !st.EquityUnknown || st.StopOut != "" {
+		t.Fatalf("status %+v of a follower without limits, want equity unknown and nothing held", st)
+	}
+	free.event(broker.Opened, 1, 6, free.mpos(500))
+	free.wantSend(reconcile.Open)
 }

@@ -194,16 +194,21 @@ func (p Phase) String() string {
 
 // Status is the account as the Core sees it.
 type Status struct {
-	Phase      Phase
-	LastError  string
-	Balance    float64
-	Equity     float64
-	Positions  int
-	LastCopy   time.Time
-	LastLag    time.Duration // master event (server time) to follower order (server time)
-	Reconciles int
-	Dropped    int
-	StopOut    string // the stop-out in force, "" while copying
+	Phase     Phase
+	LastError string
+	Balance   float64
+	Equity    float64
+	// EquityUnknown: the trade server does not say the balance and equity
+	// (broker.AccountInfo.EquityUnknown); Balance and Equity are then 0 and not the account's.
+	EquityUnknown bool
+	Positions     int
+	LastCopy      time.Time
+	LastLag       time.Duration // master event (server time) to follower order (server time)
+	Reconciles    int
+	Dropped       int
+	// StopOut is the stop-out in force, or the equity protection that cannot be evaluated
+	// (equity unknown: no new copies); "" while copying.
+	StopOut string
 }
 
 // Inputs.
