@@ -86,7 +86,7 @@ func (a *accountActor) Receive(ctx actor.Context) {
 		var last follower.Status
 		a.board.update(func(s *AccountStatus) {
 			s.Epoch = a.epoch
-			last = follower.Status{Phase: s.Phase, LastError: s.LastError, Balance: s.Balance, Equity: s.Equity, Positions: s.Positions,
+			last = follower.Status{Phase: s.Phase, LastError: s.LastError, Balance: s.Balance, Equity: s.Equity, EquityUnknown: s.EquityUnknown, Positions: s.Positions,
 				LastCopy: s.LastCopy, LastLag: s.LastLag, Reconciles: s.Reconciles, Dropped: s.Dropped, StopOut: s.StopOut}
 		})
 		a.carry(ctx, a.core.Start(last))
@@ -180,6 +180,7 @@ func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 		st := a.core.Status()
 		a.board.update(func(s *AccountStatus) {
 			s.Phase, s.LastError, s.Balance, s.Equity, s.Positions = st.Phase, st.LastError, st.Balance, st.Equity, st.Positions
+			s.EquityUnknown = st.EquityUnknown
 			s.LastCopy, s.LastLag, s.Reconciles, s.Dropped, s.StopOut = st.LastCopy, st.LastLag, st.Reconciles, st.Dropped, st.StopOut
 		})
 	}
@@ -345,7 +346,7 @@ func (a *accountActor) status(ctx actor.Context) {
 	s := a.board.fields()
 	ctx.Send(a.e.writer, statusUpdate{row: store.AccountStatus{
 		ID: a.id, Epoch: a.epoch, Status: s.Phase.String(), LastError: s.LastError,
-		Balance: s.Balance, Equity: s.Equity, At: a.e.now(), LastCopyAt: s.LastCopy,
+		Balance: s.Balance, Equity: s.Equity, EquityUnknown: s.EquityUnknown, At: a.e.now(), LastCopyAt: s.LastCopy,
 	}})
 	if ps, seenAt, ok := a.core.Positions(); ok {
 		ctx.Send(a.e.writer, snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)})

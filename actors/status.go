@@ -31,22 +31,25 @@ const journalSize = 20
 
 // AccountStatus is one owned account as the node sees it.
 type AccountStatus struct {
-	ID         int64
-	Epoch      int64
-	Phase      AccountPhase
-	GateOpen   bool
-	Balance    float64
-	Equity     float64
-	Positions  int
-	LastCopy   time.Time
-	LastLag    time.Duration // master event (server time) to follower order (server time)
-	LastError  string
-	Crashes    int
-	Reconciles int
-	Dropped    int
-	StopOut    string         // the stop-out in force, "" while copying
-	Quality    []LinkQuality  // per link with copies on the event path, by link id
-	Journal    []JournalEntry // newest last
+	ID       int64
+	Epoch    int64
+	Phase    AccountPhase
+	GateOpen bool
+	Balance  float64
+	Equity   float64
+	// EquityUnknown: the trade server does not say the balance and equity (Balance and
+	// Equity are then 0, not the account's).
+	EquityUnknown bool
+	Positions     int
+	LastCopy      time.Time
+	LastLag       time.Duration // master event (server time) to follower order (server time)
+	LastError     string
+	Crashes       int
+	Reconciles    int
+	Dropped       int
+	StopOut       string         // the stop-out in force, or the equity protection that cannot be evaluated; "" while copying
+	Quality       []LinkQuality  // per link with copies on the event path, by link id
+	Journal       []JournalEntry // newest last
 }
 
 // accountBoard is one account's live status. Each account has its own lock, so there is

@@ -210,14 +210,17 @@ func Leases(ctx context.Context, pool *pgxpool.Pool, ids []int64) ([]LeaseRow, e
 
 // AccountStatus is one follower's reported state, written by its owner.
 type AccountStatus struct {
-	ID         int64
-	Epoch      int64 // the writer's lease epoch: the row is written only if it still matches
-	Status     string
-	LastError  string
-	Balance    float64
-	Equity     float64
-	At         time.Time
-	LastCopyAt time.Time // zero: unchanged
+	ID        int64
+	Epoch     int64 // the writer's lease epoch: the row is written only if it still matches
+	Status    string
+	LastError string
+	Balance   float64
+	Equity    float64
+	// EquityUnknown: the trade server does not say the balance and equity; both are
+	// written as NULL (shown as unknown), never as 0.
+	EquityUnknown bool
+	At            time.Time
+	LastCopyAt    time.Time // zero: unchanged
 }
 
 // statusChunk bounds one status statement: the rows it updates are the lease rows the
@@ -246,11 +249,15 @@ func writeStatuses(ctx context.Context, pool *pgxpool.Pool, node string, rows []
 	n := len(rows)
 	ids, epochs := make([]int64, n), make([]int64, n)
 	statuses, errs := make([]string, n), make([]string, n)
-	balances, equities := make([]float64, n), make([]float64, n)
+	balances, equities := make([]*float64, n), make([]*float64, n)
 	ats, copies := make([]time.Time, n), make([]*time.Time, n)
 	for i, r := range rows {
 		ids[i], epochs[i], statuses[i], errs[i] = r.ID, r.Epoch, r.Status, r.LastError
-		balances[i], equities[i], ats[i] = r.Balance, r.Equity, r.At
+		if !r.EquityUnknown {
+			b, e := r.Balance, r.Equity
+			balances[i], equities[i] = &b, &e
+		}
+		ats[i] = r.At
 		if !r.LastCopyAt.IsZero() {
 			t := r.LastCopyAt
 			copies[i] = &t

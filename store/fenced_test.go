@@ -54,6 +54,38 @@ func TestFencedStatusWrites(t *testing.T) {
 	}
 }
 
+// An unknown balance and equity (a venue that does not say them) are written as NULL,
+// never as 0; a known reading after it is written as usual.
+func TestStatusWithUnknownEquity(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 1)
+	cycle(t, db.Pool, "a", nil, 1)
+	read := func() (b, e *float64) {
+		t.Helper()
+		if err := db.Pool.QueryRow(ctxT(t), `SELECT balance, equity FROM trading_accounts WHERE id = 1`).Scan(&b, &e); err != nil {
+			t.Fatal(err)
+		}
+		return b, e
+	}
+	write := func(r store.AccountStatus) {
+		t.Helper()
+		r.ID, r.Epoch, r.Status, r.At = 1, 1, "copying", time.Now()
+		if res, err := store.WriteStatusesFenced(ctxT(t), db.Pool, "a", []store.AccountStatus{r}); err != nil || res.Applied != 1 {
+			t.Fatalf("write: %+v, %v", res, err)
+		}
+	}
+	write(store.AccountStatus{Balance: 1000, Equity: 990})
+	write(store.AccountStatus{EquityUnknown: true})
+	if b, e := read(); b != nil || e != nil {
+		t.Fatalf("balance %v, equity %v: want NULL for an unknown equity", b, e)
+	}
+	write(store.AccountStatus{Balance: 1000, Equity: 990})
+	if b, e := read(); b == nil || e == nil || *b != 1000 || *e != 990 {
+		t.Fatalf("balance %v, equity %v: want 1000 / 990", b, e)
+	}
+}
+
 func TestFencedTicketUpserts(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewDB(t)

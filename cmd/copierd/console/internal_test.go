@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/snapcopier/copier/actors"
 )
 
 func TestSafeNext(t *testing.T) {
@@ -86,5 +88,17 @@ func TestThrottleKey(t *testing.T) {
 		if got := a.throttleKey(r); got != c.want {
 			t.Errorf("%s with X-Forwarded-For %q: %q, want %q", c.remote, c.xff, got, c.want)
 		}
+	}
+}
+
+// An account whose equity the trade server does not say shows "unknown", never 0 / 0.
+func TestBalanceTextUnknownEquity(t *testing.T) {
+	v := accountRowView{Live: &actors.AccountStatus{Phase: actors.PhaseCopying, EquityUnknown: true}}
+	if got := v.BalanceText(); got != "unknown" {
+		t.Fatalf("balance text %q, want unknown", got)
+	}
+	v.Live = &actors.AccountStatus{Phase: actors.PhaseCopying, Balance: 1000, Equity: 990}
+	if got := v.BalanceText(); got == "unknown" || got == "—" {
+		t.Fatalf("balance text %q of a known equity", got)
 	}
 }

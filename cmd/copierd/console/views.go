@@ -43,18 +43,20 @@ type accountJSON struct {
 
 // liveJSON is an account as the AccountActor that runs it sees it.
 type liveJSON struct {
-	Phase      string     `json:"phase"`
-	GateOpen   bool       `json:"gate_open"`
-	Epoch      int64      `json:"epoch"`
-	Balance    float64    `json:"balance"`
-	Equity     float64    `json:"equity"`
-	Positions  int        `json:"positions"`
-	LastCopy   *time.Time `json:"last_copy"`
-	LagMS      *float64   `json:"lag_ms"`
-	LastError  string     `json:"last_error"`
-	Crashes    int        `json:"crashes"`
-	Reconciles int        `json:"reconciles"`
-	Dropped    int        `json:"dropped"`
+	Phase    string  `json:"phase"`
+	GateOpen bool    `json:"gate_open"`
+	Epoch    int64   `json:"epoch"`
+	Balance  float64 `json:"balance"`
+	Equity   float64 `json:"equity"`
+	// EquityUnknown: the trade server does not say the balance and equity (both 0 here).
+	EquityUnknown bool       `json:"equity_unknown,omitempty"`
+	Positions     int        `json:"positions"`
+	LastCopy      *time.Time `json:"last_copy"`
+	LagMS         *float64   `json:"lag_ms"`
+	LastError     string     `json:"last_error"`
+	Crashes       int        `json:"crashes"`
+	Reconciles    int        `json:"reconciles"`
+	Dropped       int        `json:"dropped"`
 }
 
 // journalJSON is one entry of an account's copy journal.
@@ -134,7 +136,7 @@ func newAccountJSON(a store.AccountRow, live *actors.AccountStatus) accountJSON 
 
 func newLiveJSON(s actors.AccountStatus) *liveJSON {
 	l := &liveJSON{Phase: s.Phase.String(), GateOpen: s.GateOpen, Epoch: s.Epoch, Balance: s.Balance, Equity: s.Equity,
-		Positions: s.Positions, LastCopy: tptr(s.LastCopy), LastError: s.LastError, Crashes: s.Crashes,
+		EquityUnknown: s.EquityUnknown, Positions: s.Positions, LastCopy: tptr(s.LastCopy), LastError: s.LastError, Crashes: s.Crashes,
 		Reconciles: s.Reconciles, Dropped: s.Dropped}
 	if !s.LastCopy.IsZero() {
 		lag := ms(s.LastLag)
@@ -246,6 +248,9 @@ func (v accountRowView) Lag() string {
 
 // BalanceText is "balance / equity", preferring the live values.
 func (v accountRowView) BalanceText() string {
+	if v.Live != nil && v.Live.EquityUnknown {
+		return "unknown" // the trade server does not say them: never shown as 0
+	}
 	if v.Live != nil && v.Live.Phase != actors.PhaseStarting && (v.Live.Balance != 0 || v.Live.Equity != 0) {
 		b, e := v.Live.Balance, v.Live.Equity
 		return fmtMoney(&b) + " / " + fmtMoney(&e)
