@@ -285,7 +285,9 @@ type Broker interface {
 
 // Session is one connected trading account. Implementations are safe for concurrent use.
 type Session interface {
-	// Account returns balance, equity, currency, leverage and mode.
+	// Account returns balance, equity, currency, leverage and mode; or, from a trade
+	// server that does not say the balance and equity, the login and mode with
+	// EquityUnknown set.
 	Account(ctx context.Context) (AccountInfo, error)
 	// Symbols returns the specs of every symbol the account can see.
 	Symbols(ctx context.Context) ([]SymbolSpec, error)
