@@ -97,6 +97,10 @@ func TestBalanceTextUnknownEquity(t *testing.T) {
 	if got := v.BalanceText(); got != "unknown" {
 		t.Fatalf("balance text %q, want unknown", got)
 	}
+	why := "follower equity protection cannot be evaluated: equity unknown (no new copies)"
+	if l := newLiveJSON(actors.AccountStatus{Phase: actors.PhaseCopying, EquityUnknown: true, StopOut: why}); !l.EquityUnknown || l.StopOut != why {
+		t.Fatalf("live %+v: want equity_unknown and the protection that holds", l)
+	}
 	v.Live = &actors.AccountStatus{Phase: actors.PhaseCopying, Balance: 1000, Equity: 990}
 	if got := v.BalanceText(); got == "unknown" || got == "—" {
 		t.Fatalf("balance text %q of a known equity", got)

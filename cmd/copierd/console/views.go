@@ -57,6 +57,9 @@ type liveJSON struct {
 	Crashes       int        `json:"crashes"`
 	Reconciles    int        `json:"reconciles"`
 	Dropped       int        `json:"dropped"`
+	// StopOut is the stop-out in force, or the equity protection that cannot be evaluated
+	// (equity unknown: no new copies); absent while copying.
+	StopOut string `json:"stop_out,omitempty"`
 }
 
 // journalJSON is one entry of an account's copy journal.
@@ -137,7 +140,7 @@ func newAccountJSON(a store.AccountRow, live *actors.AccountStatus) accountJSON 
 func newLiveJSON(s actors.AccountStatus) *liveJSON {
 	l := &liveJSON{Phase: s.Phase.String(), GateOpen: s.GateOpen, Epoch: s.Epoch, Balance: s.Balance, Equity: s.Equity,
 		EquityUnknown: s.EquityUnknown, Positions: s.Positions, LastCopy: tptr(s.LastCopy), LastError: s.LastError, Crashes: s.Crashes,
-		Reconciles: s.Reconciles, Dropped: s.Dropped}
+		Reconciles: s.Reconciles, Dropped: s.Dropped, StopOut: s.StopOut}
 	if !s.LastCopy.IsZero() {
 		lag := ms(s.LastLag)
 		l.LagMS = &lag
