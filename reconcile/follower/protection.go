@@ -131,10 +131,12 @@ func (c *Core) applyProtection(now time.Time) bool {
 			break
 		}
 	}
-	for _, scope := range c.scopes() {
-		if stopped == "" && c.blind(c.guards[scope]) {
-			stopped = describeBlind(scope)
+	for _, scope := range c.scopes() { // no stop-out: the first scope held for an unknown equity
+		if stopped != "" {
 			break
+		}
+		if c.blind(c.guards[scope]) {
+			stopped = describeBlind(scope)
 		}
 	}
 	if c.status.StopOut != stopped {
@@ -186,7 +188,7 @@ func (c *Core) readEquity(now time.Time, info broker.AccountInfo) bool {
 // applyProtection).
 func (c *Core) observeEquity(now time.Time, equity float64) bool {
 	if len(c.guards) == 0 {
-		return c.applyProtection(now) // an unknown equity before may have held copies
+		return false
 	}
 	for _, scope := range c.scopes() {
 		g := c.guards[scope]
