@@ -292,7 +292,17 @@ func (s *session) positionsRequest(id, subType string) *quickfix.Message {
 func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
 	if !s.feat.PositionIDs {
 		// No position ids: the venue's reports could not say which copy is which, and a
-		// strict venue refuses the request; the book has what our fills made.
+		// strict venue refuses the request; the book has what our fills made. A closed
+		// session and an ended context fail as they do for a request to the venue.
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return nil, errClosed()
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, notSent("positions (book)", err)
+		}
 		return s.b.cfg.Book.Positions(ctx, s.creds.Login)
 	}
 	t, err := s.symbols(ctx)
