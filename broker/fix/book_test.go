@@ -38,6 +38,13 @@ func TestApplyFill(t *testing.T) {
 		got[2].Ticket != 9 || got[2].Side != broker.Sell || !nearly(got[2].Volume, 0.2) {
 		t.Fatalf("netting open: %+v", got)
 	}
+	// A same-side fill grows the oldest position of the side (a netting venue merges
+	// them): its ticket, magic and comment stay, the open price is weighted.
+	a.OpenPrice, a.Magic, a.Comment = 1.1, 7, "mc1"
+	got = applyFill([]broker.Position{a, g}, "EURUSD", broker.Buy, 0.1, 0, broker.Position{Ticket: 9, OpenPrice: 1.5, Comment: "mc2"})
+	if len(got) != 1 || got[0].Ticket != 1 || !nearly(got[0].Volume, 0.4) || got[0].Magic != 7 || got[0].Comment != "mc1" || !nearly(got[0].OpenPrice, 1.2) {
+		t.Fatalf("same-side open: %+v, want ticket 1 grown to 0.4 at 1.2", got)
+	}
 	// Other symbols are untouched.
 	for _, p := range got {
 		if p.Symbol == "GBPUSD" {
