@@ -17,9 +17,9 @@ func TestApplyFill(t *testing.T) {
 	g := broker.Position{Ticket: 3, Symbol: "GBPUSD", Side: broker.Sell, Volume: 1}
 	held := []broker.Position{a, b, g}
 
-	// An open with no opposite position opens.
-	got := applyFill(held, "EURUSD", broker.Buy, 0.1, 0, broker.Position{Ticket: 9, Comment: "mc"})
-	if len(got) != 1 || got[0].Ticket != 9 || got[0].Volume != 0.1 || got[0].Side != broker.Buy || got[0].Symbol != "EURUSD" || got[0].Comment != "mc" {
+	// An open on a symbol without positions opens.
+	got := applyFill(held, "USDJPY", broker.Buy, 0.1, 0, broker.Position{Ticket: 9, Comment: "mc"})
+	if len(got) != 1 || got[0].Ticket != 9 || got[0].Volume != 0.1 || got[0].Side != broker.Buy || got[0].Symbol != "USDJPY" || got[0].Comment != "mc" {
 		t.Fatalf("open: %+v", got)
 	}
 	// A partial close of the named (younger) position.
