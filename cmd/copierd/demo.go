@@ -179,7 +179,7 @@ type demoFollower struct {
 type demo struct {
 	f      demoFlags
 	timing leasekeeper.Config
-	out    io.Writer // progress and results; written by the run goroutine only
+	out    io.Writer // progress and results, under outMu
 	errOut io.Writer
 	log    zerolog.Logger
 
@@ -416,7 +416,9 @@ loop:
 	// Let the copies catch up, then judge.
 	d.printf("trading stopped; waiting up to %v for the copies to catch up ...", d.f.settle)
 	v := d.settle()
+	d.outMu.Lock()
 	v.print(d.out)
+	d.outMu.Unlock()
 	if !streakOK {
 		d.printf("verdict: the losing streak did not stop follower %d out", d.followers[0].id)
 	}
