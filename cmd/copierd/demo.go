@@ -46,7 +46,8 @@ cTrader dialect by default. --fix-dialect fix44 makes the front strict (standard
 only: no SecurityList, positions, account data, feeds or custom tags): the followers
 trade through it in the fix44 dialect (netting accounts, the simulator's symbols as the
 nodes' list, positions from the position book in PostgreSQL, copies without SL/TP, sizings
-that need no equity: lot multiplier and fixed lot), while the masters are read in-process
+that need no equity: lot multiplier and fixed lot; no drawdown guard, --losing-after is
+off), while the masters are read in-process
 from the simulator, as a firm with a standard FIX venue for its followers reads its masters
 from their own platform. The demo prints the first copies that fill at the strict front,
 and its verdict compares each follower's net volume per symbol at the venue with its
