@@ -120,3 +120,39 @@ func (s defectiveSession) Subscribe(ctx context.Context) (<-chan broker.Event, e
 	}()
 	return out, nil
 }
+
+// exclusionsEnvVar selects, in a child process, the exclusions to run the suite with.
+const exclusionsEnvVar = "BROKERTEST_EXCLUSIONS"
+
+// TestExclusionsChecked: RunExcept leaves an excluded case out (not run, not skipped: the
+// log names it with its reason), and fails on an exclusion that names no case of the suite
+// or gives no reason.
+func TestExclusionsChecked(t *testing.T) {
+	if which := os.Getenv(exclusionsEnvVar); which != "" {
+		except := map[string]brokertest.Exclusions{
+			"one-out":   {"ConcurrentOrders": "the reason"},
+			"unknown":   {"NoSuchCase": "a reason"},
+			"no-reason": {"Symbols": " "},
+		}[which]
+		brokertest.RunExcept(t, except, simEnv)
+		return
+	}
+	for which, c := range map[string]struct {
+		pass bool
+		want string
+	}{
+		"one-out":   {true, "brokertest: ConcurrentOrders excluded: the reason"},
+		"unknown":   {false, `excluded case "NoSuchCase" is not a case of the suite`},
+		"no-reason": {false, `excluded case "Symbols" needs a reason`},
+	} {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestExclusionsChecked$", "-test.v")
+		cmd.Env = append(os.Environ(), exclusionsEnvVar+"="+which)
+		out, err := cmd.CombinedOutput()
+		if (err == nil) != c.pass || !strings.Contains(string(out), c.want) {
+			t.Errorf("%s: error %v, want passing %v and the output naming %q:\n%s", which, err, c.pass, c.want, out)
+		}
+		if which == "one-out" && (strings.Contains(string(out), "TestExclusionsChecked/ConcurrentOrders") || !strings.Contains(string(out), "--- PASS: TestExclusionsChecked/OrderLog")) {
+			t.Errorf("one-out: the excluded case ran, or the others did not:\n%s", out)
+		}
+	}
+}

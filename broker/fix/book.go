@@ -91,8 +91,10 @@ const volEps = 1e-9
 
 // applyFill returns the positions that change when an order of side for vol lots fills in
 // symbol on a netting account: it first reduces the tracked positions of the opposite side
-// in that symbol (the named one first, then the oldest), and what is left opens open (its
-// Ticket, Side, Volume set here). A returned position with no volume is closed.
+// in that symbol (the named one first, then the oldest); what is left adds to the oldest
+// tracked position of the same side in that symbol, as a netting venue does (its ticket,
+// magic and comment kept, the open price weighted), else opens open (its Ticket, Side,
+// Volume set here). A returned position with no volume is closed.
 func applyFill(held []broker.Position, symbol string, side broker.Side, vol float64, named int64, open broker.Position) []broker.Position {
 	var opp []broker.Position
 	for _, p := range held {
@@ -119,7 +121,27 @@ func applyFill(held []broker.Position, symbol string, side broker.Side, vol floa
 		vol -= take
 		out = append(out, p)
 	}
-	if vol > volEps && open.Ticket != 0 {
+	if vol <= volEps {
+		return out
+	}
+	var same *broker.Position
+	for i := range held {
+		if p := &held[i]; p.Symbol == symbol && p.Side == side && (same == nil || p.OpenTime.Before(same.OpenTime)) {
+			same = p
+		}
+	}
+	if same != nil {
+		// The netting planner grows a position with an open of the difference: a second
+		// tracked position would look like a duplicate copy to it.
+		p := *same
+		total := p.Volume + vol
+		if open.OpenPrice > 0 && p.OpenPrice > 0 {
+			p.OpenPrice = (p.OpenPrice*p.Volume + open.OpenPrice*vol) / total
+		}
+		p.Volume = total
+		return append(out, p)
+	}
+	if open.Ticket != 0 {
 		open.Symbol, open.Side, open.Volume = symbol, side, vol
 		out = append(out, open)
 	}

@@ -17,9 +17,9 @@ func TestApplyFill(t *testing.T) {
 	g := broker.Position{Ticket: 3, Symbol: "GBPUSD", Side: broker.Sell, Volume: 1}
 	held := []broker.Position{a, b, g}
 
-	// An open with no opposite position opens.
-	got := applyFill(held, "EURUSD", broker.Buy, 0.1, 0, broker.Position{Ticket: 9, Comment: "mc"})
-	if len(got) != 1 || got[0].Ticket != 9 || got[0].Volume != 0.1 || got[0].Side != broker.Buy || got[0].Symbol != "EURUSD" || got[0].Comment != "mc" {
+	// An open on a symbol without positions opens.
+	got := applyFill(held, "USDJPY", broker.Buy, 0.1, 0, broker.Position{Ticket: 9, Comment: "mc"})
+	if len(got) != 1 || got[0].Ticket != 9 || got[0].Volume != 0.1 || got[0].Side != broker.Buy || got[0].Symbol != "USDJPY" || got[0].Comment != "mc" {
 		t.Fatalf("open: %+v", got)
 	}
 	// A partial close of the named (younger) position.
@@ -37,6 +37,13 @@ func TestApplyFill(t *testing.T) {
 	if len(got) != 3 || got[0].Ticket != 1 || got[0].Volume != 0 || got[1].Ticket != 2 || got[1].Volume != 0 ||
 		got[2].Ticket != 9 || got[2].Side != broker.Sell || !nearly(got[2].Volume, 0.2) {
 		t.Fatalf("netting open: %+v", got)
+	}
+	// A same-side fill grows the oldest position of the side (a netting venue merges
+	// them): its ticket, magic and comment stay, the open price is weighted.
+	a.OpenPrice, a.Magic, a.Comment = 1.1, 7, "mc1"
+	got = applyFill([]broker.Position{a, g}, "EURUSD", broker.Buy, 0.1, 0, broker.Position{Ticket: 9, OpenPrice: 1.5, Comment: "mc2"})
+	if len(got) != 1 || got[0].Ticket != 1 || !nearly(got[0].Volume, 0.4) || got[0].Magic != 7 || got[0].Comment != "mc1" || !nearly(got[0].OpenPrice, 1.2) {
+		t.Fatalf("same-side open: %+v, want ticket 1 grown to 0.4 at 1.2", got)
 	}
 	// Other symbols are untouched.
 	for _, p := range got {

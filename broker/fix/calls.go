@@ -325,7 +325,17 @@ func (s *session) positionsRequest(id, subType string) *quickfix.Message {
 func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
 	if !s.feat.PositionIDs {
 		// No position ids: the venue's reports could not say which copy is which, and a
-		// strict venue refuses the request; the book has what our fills made.
+		// strict venue refuses the request; the book has what our fills made. A closed
+		// session and an ended context fail as they do for a request to the venue.
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return nil, errClosed()
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, notSent("positions (book)", err)
+		}
 		return s.b.cfg.Book.Positions(ctx, s.creds.Login)
 	}
 	t, err := s.symbols(ctx)
@@ -557,8 +567,8 @@ func (s *session) recordOpen(ctx context.Context, id string, req broker.OpenRequ
 	return res, nil
 }
 
-// record applies a fill to the book and returns the ticket of the position it opened, else
-// of the first it reduced. The order has executed whatever the book says: a write the
+// record applies a fill to the book and returns the ticket of the position the fill left
+// open on its side (opened or grown), else of the first it reduced. The order has executed whatever the book says: a write the
 // book refuses (the account moved to another node) is logged, not returned, so the fill is
 // not taken for a failure and repeated; the new owner's reconcile sees the venue's truth
 // only through its own book (FIX.md).
@@ -568,16 +578,25 @@ func (s *session) record(ctx context.Context, fence broker.Order, symbol string,
 		s.log.Error().Err(err).Str("symbol", symbol).Msg("fix: position book not read; the fill is not tracked")
 		return open.Ticket
 	}
-	ticket := open.Ticket
+	var ticket, first int64
 	for i, p := range applyFill(held, symbol, side, vol, named, open) {
-		if i == 0 && open.Ticket == 0 {
+		if i == 0 {
+			first = p.Ticket
+		}
+		if p.Side == side && p.Volume > 0 {
 			ticket = p.Ticket
 		}
 		if err := s.b.cfg.Book.Put(ctx, s.creds.Login, fence, p); err != nil {
 			s.log.Error().Err(err).Int64("ticket", p.Ticket).Msg("fix: position book not written; the fill is not tracked")
 		}
 	}
-	return ticket
+	switch {
+	case ticket != 0:
+		return ticket
+	case first != 0:
+		return first
+	}
+	return open.Ticket
 }
 
 // ClosePosition implements broker.Session: a NewOrderSingle of the opposite side naming the

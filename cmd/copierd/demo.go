@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -19,6 +20,7 @@ import (
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/fix"
+	"github.com/snapcopier/copier/broker/fix/fixwire"
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/broker/sim/activity"
 	"github.com/snapcopier/copier/broker/sim/fixfront"
@@ -39,6 +41,18 @@ partial closes, closes). It prints the status page's URL, a progress line every
 --progress, and at the end (Ctrl-C or --duration) a verdict: are every follower's copies
 in line with its master? Everything it started is stopped and removed on exit.
 
+With --broker fix the nodes trade over FIX 4.4 through the simulator's FIX front, in the
+cTrader dialect by default. --fix-dialect fix44 makes the front strict (standard FIX 4.4
+only: no SecurityList, positions, account data, feeds or custom tags): the followers
+trade through it in the fix44 dialect (netting accounts, the simulator's symbols as the
+nodes' list, positions from the position book in PostgreSQL, copies without SL/TP, sizings
+that need no equity: lot multiplier and fixed lot; no drawdown guard, --losing-after is
+off), while the masters are read in-process
+from the simulator, as a firm with a standard FIX venue for its followers reads its masters
+from their own platform. The demo prints the first copies that fill at the strict front,
+and its verdict compares each follower's net volume per symbol at the venue with its
+position book and its master's.
+
 Exit status: 0 when every follower is in line, 1 when not (or on a failure), 2 on bad
 flags. With --database-url the database must hold no follower accounts yet; it is
 migrated, and the demo's accounts are left in it.`
@@ -55,6 +69,7 @@ type demoFlags struct {
 	seed                       uint64
 	logFormat, logLevel        string
 	broker                     string // "sim" or "fix"
+	fixDialect                 string // with --broker fix: "ctrader" or "fix44"
 	losingAfter                time.Duration
 }
 
@@ -80,9 +95,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.logFormat, "log-format", "console", "log format: json or console")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level: trace, debug, info, warn or error")
 	fs.StringVar(&f.broker, "broker", "sim", `how the nodes reach the simulator: "sim" (in-process) or "fix" (FIX 4.4 over loopback, through the simulator's FIX front)`)
+	fs.StringVar(&f.fixDialect, "fix-dialect", string(fixwire.DialectCTrader), `with --broker fix, the FIX front's dialect: "ctrader" (every account over FIX) or "fix44" (a strict, standard FIX 4.4 front for the followers; the masters in-process)`)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
+	losingSet := false
+	fs.Visit(func(fl *flag.Flag) { losingSet = losingSet || fl.Name == "losing-after" })
 	usageErr := func(err error) int {
 		fmt.Fprintf(stderr, "copierd demo: %s\n", oneLine(err))
 		return exitUsage
@@ -104,6 +122,18 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageErr(fmt.Errorf("--rate %v: want more than 0 and at most 1000 events per second", f.rate))
 	case f.broker != "sim" && f.broker != "fix":
 		return usageErr(fmt.Errorf(`--broker %q: want "sim" or "fix"`, f.broker))
+	}
+	if d, err := fixwire.ParseDialect(f.fixDialect); err != nil || d == "" {
+		return usageErr(fmt.Errorf("--fix-dialect %q: want ctrader or fix44", f.fixDialect))
+	}
+	if f.fixDialect == string(fixwire.DialectFIX44) {
+		switch {
+		case f.broker != "fix":
+			return usageErr(fmt.Errorf("--fix-dialect fix44 needs --broker fix (got --broker %s)", f.broker))
+		case losingSet && f.losingAfter > 0:
+			return usageErr(errors.New("--losing-after needs the follower's equity, which the fix44 front does not report (use --losing-after 0)"))
+		}
+		f.losingAfter = 0 // the drawdown guard reads the equity
 	}
 	// The demo's nodes and simulator share one process and one clock: no skew.
 	timing := leasekeeper.Config{Lease: f.lease, Fence: f.fence, Interval: f.interval}
@@ -150,14 +180,22 @@ type demoFollower struct {
 type demo struct {
 	f      demoFlags
 	timing leasekeeper.Config
-	out    io.Writer // progress and results; written by the run goroutine only
+	out    io.Writer // progress and results, under outMu
 	errOut io.Writer
 	log    zerolog.Logger
 
-	sim       *sim.Server
-	fixAddr   string // the simulator's FIX front, with --broker fix
-	fixToken  string // the front's token, which the nodes' logons carry
-	front     *fixfront.Front
+	outMu sync.Mutex // printf's: the strict demo's nodes print copies landing
+
+	sim      *sim.Server
+	fixAddr  string // the simulator's FIX front, with --broker fix
+	fixToken string // the front's token, which the nodes' logons carry
+	front    *fixfront.Front
+	// With --fix-dialect fix44: the strict front, the nodes' symbol list, the copies that
+	// landed there and the followers' failed reconciles.
+	strict    bool
+	symbols   []fix.Symbol
+	landings  *landings
+	failures  *reconcileFailures
 	pool      *pgxpool.Pool
 	masters   []demoMaster
 	followers []demoFollower
@@ -170,6 +208,8 @@ type demo struct {
 
 // printf writes one line of output.
 func (d *demo) printf(format string, args ...any) {
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
 	fmt.Fprintf(d.out, format+"\n", args...)
 }
 
@@ -235,15 +275,26 @@ func (d *demo) run(ctx context.Context) (code int) {
 	}
 	d.sim = sim.New(sim.Config{Seed: int64(d.f.seed), AutoProvision: true})
 	if d.f.broker == "fix" {
+		d.strict = d.f.fixDialect == string(fixwire.DialectFIX44)
+		if d.strict {
+			if d.symbols, err = d.strictSymbols(ctx); err != nil {
+				return fail(err)
+			}
+			d.landings, d.failures = &landings{d: d}, &reconcileFailures{d: d}
+		}
 		d.fixToken = rand.Text()
-		front, err := fixfront.Start("127.0.0.1:0", d.sim, d.sim, fixfront.Options{Token: d.fixToken, Log: d.log, MaxConns: fixFrontMaxConns()})
+		front, err := fixfront.Start("127.0.0.1:0", d.sim, d.sim, fixfront.Options{Token: d.fixToken, Log: d.log, MaxConns: fixFrontMaxConns(), Strict: d.strict})
 		if err != nil {
 			return fail(err)
 		}
 		defer front.Close()
 		d.front = front
 		d.fixAddr = front.Addr()
-		d.printf("the nodes trade over FIX 4.4 through the simulator's FIX front on %s", d.fixAddr)
+		if d.strict {
+			d.printf("the followers trade over standard FIX 4.4 (fix44) through the simulator's strict FIX front on %s, with its %d symbols as the nodes' list and their positions in the position book; the masters are read in-process", d.fixAddr, len(d.symbols))
+		} else {
+			d.printf("the nodes trade over FIX 4.4 through the simulator's FIX front on %s", d.fixAddr)
+		}
 	}
 	if err := d.createAccounts(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -366,7 +417,9 @@ loop:
 	// Let the copies catch up, then judge.
 	d.printf("trading stopped; waiting up to %v for the copies to catch up ...", d.f.settle)
 	v := d.settle()
+	d.outMu.Lock()
 	v.print(d.out)
+	d.outMu.Unlock()
 	if !streakOK {
 		d.printf("verdict: the losing streak did not stop follower %d out", d.followers[0].id)
 	}
@@ -401,13 +454,22 @@ func demoSizings() []setup.Sizing {
 // per round of masters.
 func (d *demo) createAccounts(ctx context.Context) error {
 	sizings := demoSizings()
+	var followerMode broker.AccountMode // hedging
+	if d.strict {
+		// fix44: netting (the position book nets), no SL/TP on the wire, no equity.
+		sizings, followerMode = fix44Sizings(), broker.Netting
+	}
 	sizingOf := func(i int) int { return ((i - 1) / d.f.masters) % len(sizings) }
 	world, err := setup.Create(ctx, d.pool, d.sim, setup.Plan{Platform: "sim", Server: "demo", Currency: "USD",
-		Masters: d.f.masters, Followers: d.f.followers, MasterBalance: 100_000,
+		Masters: d.f.masters, Followers: d.f.followers, MasterBalance: 100_000, FollowerMode: followerMode,
 		FollowerBalance: func(i int) float64 { return 50_000 + 25_000*float64(i%3) },
 		Links: func(i int) []setup.LinkPlan {
 			mi := (i - 1) % d.f.masters
-			return []setup.LinkPlan{{Master: mi, Magic: 7000 + int64(mi+1), Settings: sizings[sizingOf(i)].Settings(false)}}
+			st := sizings[sizingOf(i)].Settings(false)
+			if d.strict {
+				st.Stops = reconcile.Stops{Mode: reconcile.StopsNone}
+			}
+			return []setup.LinkPlan{{Master: mi, Magic: 7000 + int64(mi+1), Settings: st}}
 		}})
 	if err != nil {
 		return err
@@ -427,6 +489,10 @@ func (d *demo) createAccounts(ctx context.Context) error {
 		if perMode[i] > 0 {
 			modes = append(modes, fmt.Sprintf("%d %s", perMode[i], s.Label))
 		}
+	}
+	if d.strict {
+		d.printf("created %d masters and %d netting followers (links, copied without SL/TP: %s)", len(d.masters), len(d.followers), strings.Join(modes, ", "))
+		return nil
 	}
 	d.printf("created %d masters and %d followers (links: %s)", len(d.masters), len(d.followers), strings.Join(modes, ", "))
 	return nil
@@ -472,15 +538,33 @@ func (d *demo) startNodes(ctx context.Context) (stop func()) {
 		}
 		pools = append(pools, pool)
 		var bk broker.Broker = d.sim
+		var observe func(actors.Signal)
 		if d.fixAddr != "" {
 			// One FIX broker per node, as separate processes would have.
-			if bk, err = fix.New(fix.Config{Addr: d.fixAddr, Token: d.fixToken, Log: d.log}); err != nil {
+			cfg := fix.Config{Addr: d.fixAddr, Token: d.fixToken, Log: d.log}
+			if d.strict {
+				// The store-backed book, as copierd run keeps it, fenced by this node.
+				cfg.Dialect, cfg.Symbols, cfg.PositionMode = fixwire.DialectFIX44, d.symbols, broker.Netting
+				cfg.Book = landingBook{Book: storeBook{pool: pool, node: id, platform: "sim"}, l: d.landings}
+				observe = d.failures.observe
+			}
+			fb, err := fix.New(cfg)
+			if err != nil {
 				d.log.Error().Err(err).Str("node", id).Msg("fix broker")
 				return stop
 			}
+			bk = fb
+			if d.strict {
+				// The strict venue serves no position feed: the masters are read in-process.
+				masters := make(map[string]bool, len(d.masters))
+				for _, m := range d.masters {
+					masters[m.login] = true
+				}
+				bk = splitBroker{masters: masters, master: d.sim, other: fb}
+			}
 		}
 		n, err := actors.Start(ctx, actors.Config{NodeID: id, Platform: "sim", Capacity: d.f.capacity, Lease: d.timing, EquityEvery: time.Second},
-			actors.Deps{Pool: pool, Broker: bk, Logger: d.log, Credentials: d.console.credentials()})
+			actors.Deps{Pool: pool, Broker: bk, Logger: d.log, Credentials: d.console.credentials(), Observe: observe})
 		if err != nil {
 			d.log.Error().Err(err).Str("node", id).Msg("start node")
 			return stop
@@ -549,6 +633,9 @@ func (d *demo) summary() string {
 		fmt.Fprintf(&b, " | master events %d (%d failed)", d.gen.Counts().Events(), d.gen.Counts().Failures)
 	}
 	fmt.Fprintf(&b, " | orders ok %d failed %d", ok, failed)
+	if d.strict {
+		fmt.Fprintf(&b, " | fills at the strict front %d | failed reconciles %d", d.landings.count.Load(), d.failures.count.Load())
+	}
 	return b.String()
 }
 
@@ -632,7 +719,18 @@ func (d *demo) check() verdict {
 			v.inLine++
 			continue
 		}
-		if why := followerProblem(f, d.masters[f.master].login, ps, masterPos[f.master]); why != "" {
+		why := ""
+		if d.strict {
+			book, err := storeBook{pool: d.pool, platform: "sim"}.Positions(ctx, f.login)
+			if err != nil {
+				v.problems = append(v.problems, fmt.Sprintf("follower %d: position book: %s", f.id, oneLine(err)))
+				continue
+			}
+			why = nettingProblem(f, ps, book, masterPos[f.master])
+		} else {
+			why = followerProblem(f, d.masters[f.master].login, ps, masterPos[f.master])
+		}
+		if why != "" {
 			v.problems = append(v.problems, fmt.Sprintf("follower %d (%s, master %d): %s", f.id, f.settings.Sizing.Mode, d.masters[f.master].id, why))
 			continue
 		}

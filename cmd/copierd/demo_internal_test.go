@@ -49,3 +49,48 @@ func TestFollowerProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestNettingProblem: the fix44 demo's verdict on a netting follower: the venue's net per
+// symbol must match the position book's, every book position has the link's magic, a
+// lot-multiplier follower nets the master's net times the multiplier, and a fixed-lot one
+// holds only symbols its master holds.
+func TestNettingProblem(t *testing.T) {
+	x2 := reconcile.DefaultSettings()
+	x2.Sizing.Multiplier = 2
+	fixed := reconcile.DefaultSettings()
+	fixed.Sizing.Mode, fixed.Sizing.FixedLot = reconcile.SizeFixedLot, 0.1
+	mult := demoFollower{id: 1, login: "follower-1", magic: 7001, settings: x2}
+	lot := demoFollower{id: 2, login: "follower-2", magic: 7001, settings: fixed}
+	masters := []broker.Position{
+		{Ticket: 1, Symbol: "EURUSD", Side: broker.Buy, Volume: 0.3},
+		{Ticket: 2, Symbol: "EURUSD", Side: broker.Sell, Volume: 0.1},
+		{Ticket: 3, Symbol: "XAUUSD", Side: broker.Sell, Volume: 0.2},
+	}
+	pos := func(sym string, side broker.Side, vol float64, magic int64) broker.Position {
+		return broker.Position{Ticket: 10, Symbol: sym, Side: side, Volume: vol, Magic: magic}
+	}
+	inLine := []broker.Position{pos("EURUSD", broker.Buy, 0.4, 7001), pos("XAUUSD", broker.Sell, 0.4, 7001)}
+	for _, c := range []struct {
+		name               string
+		f                  demoFollower
+		venue, book, mstrs []broker.Position
+		want               string // "" = in line
+	}{
+		{"in line", mult, inLine, inLine, masters, ""},
+		{"flat on a flat master", mult, nil, nil, nil, ""},
+		{"venue and book differ", mult, inLine, inLine[:1], masters, "XAUUSD: the venue holds -0.4 lots net, the position book 0"},
+		{"foreign magic in the book", mult, inLine, []broker.Position{pos("EURUSD", broker.Buy, 0.4, 1), inLine[1]}, masters, "has magic 1"},
+		{"multiplier", mult, []broker.Position{pos("EURUSD", broker.Buy, 0.2, 7001), inLine[1]}, []broker.Position{pos("EURUSD", broker.Buy, 0.2, 7001), inLine[1]}, masters, "EURUSD: 0.2 lots net, want 0.4"},
+		{"missing copy", mult, inLine[:1], inLine[:1], masters, "XAUUSD: 0 lots net, want -0.4"},
+		{"fixed lot in line", lot, []broker.Position{pos("XAUUSD", broker.Sell, 0.1, 7001)}, []broker.Position{pos("XAUUSD", broker.Sell, 0.1, 7001)}, masters, ""},
+		{"fixed lot orphan", lot, []broker.Position{pos("GBPUSD", broker.Buy, 0.1, 7001)}, []broker.Position{pos("GBPUSD", broker.Buy, 0.1, 7001)}, masters, "GBPUSD: 0.1 lots net, the master holds none"},
+	} {
+		got := nettingProblem(c.f, c.venue, c.book, c.mstrs)
+		switch {
+		case c.want == "" && got != "":
+			t.Errorf("%s: %q, want in line", c.name, got)
+		case c.want != "" && !strings.Contains(got, c.want):
+			t.Errorf("%s: %q, want it to say %q", c.name, got, c.want)
+		}
+	}
+}

@@ -149,12 +149,16 @@ type Link struct {
 }
 
 // Plan says which accounts to create. Master i (from 1) is id i, login master-i; follower
-// i is id 1,000,000 + i, login follower-i. Every account is hedging with leverage 100.
+// i is id 1,000,000 + i, login follower-i. Every account has leverage 100; masters are
+// hedging, followers FollowerMode.
 type Plan struct {
 	Platform, Server   string
 	Masters, Followers int
-	Currency           string  // "" is the simulator's default (USD)
-	MasterBalance      float64 // every master's
+	// FollowerMode is the followers' position mode on the simulator (0: hedging): netting
+	// for a venue served through the fix44 dialect, whose position book nets.
+	FollowerMode  broker.AccountMode
+	Currency      string  // "" is the simulator's default (USD)
+	MasterBalance float64 // every master's
 	// FollowerBalance and Links give follower i (from 1) its balance and links.
 	FollowerBalance func(i int) float64
 	Links           func(i int) []LinkPlan
@@ -189,7 +193,11 @@ func Create(ctx context.Context, pool *pgxpool.Pool, sim Provisioner, p Plan) (W
 	for i := 1; i <= p.Followers; i++ {
 		f := Account{ID: 1_000_000 + int64(i), Login: fmt.Sprintf("follower-%d", i)}
 		w.Followers = append(w.Followers, f)
-		if err := sim.Provision(ctx, broker.AccountSpec{Login: f.Login, Currency: p.Currency, Balance: p.FollowerBalance(i), Leverage: 100, Mode: broker.Hedging}); err != nil {
+		mode := p.FollowerMode
+		if mode == 0 {
+			mode = broker.Hedging
+		}
+		if err := sim.Provision(ctx, broker.AccountSpec{Login: f.Login, Currency: p.Currency, Balance: p.FollowerBalance(i), Leverage: 100, Mode: mode}); err != nil {
 			return w, err
 		}
 		var links []store.Link

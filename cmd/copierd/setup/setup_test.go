@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/cmd/copierd/setup"
 	"github.com/snapcopier/copier/reconcile"
@@ -84,5 +85,32 @@ func TestCreate(t *testing.T) {
 		Links: func(int) []setup.LinkPlan { return []setup.LinkPlan{{Master: 3}} }})
 	if err == nil || !strings.Contains(err.Error(), "master index 3 of 1") {
 		t.Fatalf("a link to a master index out of range: %v", err)
+	}
+}
+
+// TestCreateNettingFollowers: Plan.FollowerMode opens the followers in that mode; the
+// masters stay hedging.
+func TestCreateNettingFollowers(t *testing.T) {
+	db := storetest.NewDB(t)
+	ctx := t.Context()
+	srv := sim.New(sim.Config{Seed: 1})
+	w, err := setup.Create(ctx, db.Pool, srv, setup.Plan{Platform: "sim", Masters: 1, Followers: 1, MasterBalance: 10_000, FollowerMode: broker.Netting,
+		FollowerBalance: func(int) float64 { return 10_000 },
+		Links: func(int) []setup.LinkPlan {
+			return []setup.LinkPlan{{Master: 0, Magic: 10, Settings: setup.MixedSizings()[0].Settings(false)}}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for login, want := range map[string]broker.AccountMode{w.Masters[0].Login: broker.Hedging, w.Followers[0].Login: broker.Netting} {
+		s, err := srv.Connect(ctx, broker.Credentials{Login: login})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Account(ctx)
+		_ = s.Close()
+		if err != nil || info.Mode != want {
+			t.Errorf("%s: mode %v (%v), want %v", login, info.Mode, err, want)
+		}
 	}
 }
