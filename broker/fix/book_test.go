@@ -12,28 +12,28 @@ import (
 // then the oldest; what is left over opens a new one.
 func TestApplyFill(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	a := broker.Position{Ticket: 1, Symbol: "EURUSD", Side: broker.Buy, Volume: 0.3, OpenTime: t0}
-	b := broker.Position{Ticket: 2, Symbol: "EURUSD", Side: broker.Buy, Volume: 0.2, OpenTime: t0.Add(time.Second)}
-	g := broker.Position{Ticket: 3, Symbol: "GBPUSD", Side: broker.Sell, Volume: 1}
-	held := []broker.Position{a, b, g}
+	a := bp(broker.Position{Ticket: 1, Symbol: "EURUSD", Side: broker.Buy, Volume: 0.3, OpenTime: t0})
+	b := bp(broker.Position{Ticket: 2, Symbol: "EURUSD", Side: broker.Buy, Volume: 0.2, OpenTime: t0.Add(time.Second)})
+	g := bp(broker.Position{Ticket: 3, Symbol: "GBPUSD", Side: broker.Sell, Volume: 1})
+	held := []BookPosition{a, b, g}
 
 	// An open with no opposite position opens.
-	got := applyFill(held, "EURUSD", broker.Buy, 0.1, 0, broker.Position{Ticket: 9, Comment: "mc"})
+	got := applyFill(held, "EURUSD", broker.Buy, 0.1, 0, bp(broker.Position{Ticket: 9, Comment: "mc"}))
 	if len(got) != 1 || got[0].Ticket != 9 || got[0].Volume != 0.1 || got[0].Side != broker.Buy || got[0].Symbol != "EURUSD" || got[0].Comment != "mc" {
 		t.Fatalf("open: %+v", got)
 	}
 	// A partial close of the named (younger) position.
-	got = applyFill(held, "EURUSD", broker.Sell, 0.1, 2, broker.Position{})
+	got = applyFill(held, "EURUSD", broker.Sell, 0.1, 2, bp(broker.Position{}))
 	if len(got) != 1 || got[0].Ticket != 2 || !nearly(got[0].Volume, 0.1) {
 		t.Fatalf("partial close: %+v", got)
 	}
 	// A full close.
-	got = applyFill(held, "EURUSD", broker.Sell, 0.3, 1, broker.Position{})
+	got = applyFill(held, "EURUSD", broker.Sell, 0.3, 1, bp(broker.Position{}))
 	if len(got) != 1 || got[0].Ticket != 1 || got[0].Volume != 0 {
 		t.Fatalf("close: %+v", got)
 	}
 	// An opposite open nets: the oldest first, then the next, the rest opens a sell.
-	got = applyFill(held, "EURUSD", broker.Sell, 0.7, 0, broker.Position{Ticket: 9})
+	got = applyFill(held, "EURUSD", broker.Sell, 0.7, 0, bp(broker.Position{Ticket: 9}))
 	if len(got) != 3 || got[0].Ticket != 1 || got[0].Volume != 0 || got[1].Ticket != 2 || got[1].Volume != 0 ||
 		got[2].Ticket != 9 || got[2].Side != broker.Sell || !nearly(got[2].Volume, 0.2) {
 		t.Fatalf("netting open: %+v", got)
@@ -56,22 +56,22 @@ func TestMemBook(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(b.Put(ctx, "a", broker.Order{}, broker.Position{Ticket: 2, Volume: 1}))
-	must(b.Put(ctx, "a", broker.Order{}, broker.Position{Ticket: 1, Volume: 1}))
-	must(b.Put(ctx, "b", broker.Order{}, broker.Position{Ticket: 3, Volume: 1}))
+	must(b.Put(ctx, "a", broker.Order{}, bp(broker.Position{Ticket: 2, Volume: 1})))
+	must(b.Put(ctx, "a", broker.Order{}, bp(broker.Position{Ticket: 1, Volume: 1})))
+	must(b.Put(ctx, "b", broker.Order{}, bp(broker.Position{Ticket: 3, Volume: 1})))
 	ps, err := b.Positions(ctx, "a")
 	must(err)
 	if len(ps) != 2 || ps[0].Ticket != 1 || ps[1].Ticket != 2 {
 		t.Fatalf("a: %+v", ps)
 	}
-	must(b.Put(ctx, "a", broker.Order{}, broker.Position{Ticket: 1}))
+	must(b.Put(ctx, "a", broker.Order{}, bp(broker.Position{Ticket: 1})))
 	if ps, _ := b.Positions(ctx, "a"); len(ps) != 1 || ps[0].Ticket != 2 {
 		t.Fatalf("after a close: %+v", ps)
 	}
 	// The fence: after a write at token 5 one at 4 (an owner that lost the account) is
 	// refused and changes nothing.
-	must(b.Put(ctx, "a", broker.Order{Token: 5}, broker.Position{Ticket: 4, Volume: 1}))
-	if err := b.Put(ctx, "a", broker.Order{Token: 4}, broker.Position{Ticket: 4}); !errors.Is(err, ErrStaleBookWrite) {
+	must(b.Put(ctx, "a", broker.Order{Token: 5}, bp(broker.Position{Ticket: 4, Volume: 1})))
+	if err := b.Put(ctx, "a", broker.Order{Token: 4}, bp(broker.Position{Ticket: 4})); !errors.Is(err, ErrStaleBookWrite) {
 		t.Fatalf("stale write: %v, want ErrStaleBookWrite", err)
 	}
 	if ps, _ := b.Positions(ctx, "a"); len(ps) != 2 {
@@ -83,3 +83,5 @@ func TestMemBook(t *testing.T) {
 }
 
 func nearly(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+func bp(p broker.Position) BookPosition { return BookPosition{Position: p} }
