@@ -163,6 +163,28 @@ func TestFIX44ProtectiveOrders(t *testing.T) {
 	must(err)
 	stops("after adding the TP back", res.Ticket, sl2, tp)
 
+	// Another node takes the account over (same venue, same book): it finds the protective
+	// orders by the ids the book keeps and replaces the stop, and the venue's reports now
+	// reach it.
+	must(sess.Close())
+	cfg.Addr = e.front.Addr()
+	b2, err := fix.New(cfg)
+	must(err)
+	fix.SetWire(b2, wire.add)
+	fix.SetReported(b2, func(_, id string) { reports.Add(id) })
+	sess, err = b2.Connect(ctx, broker.Credentials{Login: "prot", Password: "pw"})
+	must(err)
+	t.Cleanup(func() { _ = sess.Close() })
+	before, _ := wire.of(fixwire.MsgOrderCancelReplace, 0)
+	sl2 = round(bid * 0.96)
+	mark = wire.mark()
+	_, err = sess.Modify(ctx, broker.ModifyRequest{Order: order(), Ticket: res.Ticket, SL: sl2, TP: tp})
+	must(err)
+	stops("after the new owner moved the SL", res.Ticket, sl2, tp)
+	if gs, _ := wire.of(fixwire.MsgOrderCancelReplace, mark); len(gs) != 1 || field(gs[0], fixwire.TagOrigClOrdID) != field(before[len(before)-1], fixwire.TagClOrdID) {
+		t.Fatalf("the new owner's modify sent %v, want a replace of the stop the first node placed", gs)
+	}
+
 	// The price falls through the SL: the venue fills the stop and cancels the limit; the
 	// book closes the position.
 	s.SetPrice(sym.Name, round(sl2*0.99))

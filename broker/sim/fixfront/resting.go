@@ -269,6 +269,7 @@ func (s *fsession) replaceResting(m *quickfix.Message, clOrdID string, ord broke
 	o.clOrdID, o.orderID = clOrdID, old.orderID
 	delete(book.orders, orig)
 	book.orders[clOrdID] = o
+	s.watchResting() // a session that logged on since the order was placed watches it now
 	r := s.restingReport(o, fixwire.ExecReplaced, fixwire.StatusReplaced)
 	r.Body.SetString(fixwire.TagOrigClOrdID, orig)
 	s.send(r)
@@ -396,6 +397,22 @@ func (s *fsession) stopFilled(ev broker.Event) {
 	if filled == nil {
 		return
 	}
+	// The reports go to a logged-on session of the account: this one, else another (this
+	// one may be ending while its feed drains). With none, they are lost.
+	to := s
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	if done {
+		to = nil
+		for _, o := range s.f.sessionsOf(s.login) {
+			to = o
+		}
+		if to == nil {
+			s.f.log.Warn().Str("login", s.login).Str("clordid", filled.clOrdID).Msg("fix: resting order filled while no session is logged on; not reported")
+			return
+		}
+	}
 	sp, _, _ := s.symbolByID(context.Background(), filled.symID)
 	units := fixwire.ToUnits(ev.Position.Volume, sp.ContractSize)
 	if !(units > 0) {
@@ -408,12 +425,12 @@ func (s *fsession) stopFilled(ev broker.Event) {
 	r.Body.SetString(fixwire.TagLastPx, fixwire.FormatFloat(filled.px))
 	r.Body.SetString(fixwire.TagAvgPx, fixwire.FormatFloat(filled.px))
 	r.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(ev.ServerTime))
-	s.send(r)
+	to.send(r)
 	if other != nil {
 		c := s.restingReport(other, fixwire.ExecCanceled, fixwire.StatusCanceled)
 		c.Body.SetString(fixwire.TagLeavesQty, "0")
 		c.Body.SetString(fixwire.TagText, fmt.Sprintf("cancelled: the position closed by its %s order %s", kindOf(stop), filled.clOrdID))
-		s.send(c)
+		to.send(c)
 	}
 }
 
