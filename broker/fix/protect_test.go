@@ -202,11 +202,20 @@ func TestFIX44ProtectiveOrders(t *testing.T) {
 		t.Fatalf("venue after the stop: %+v (%v)", vs, err)
 	}
 
-	// A close cancels the position's protective orders.
+	// A partial close replaces the position's protective orders for what is left; a close
+	// cancels them.
 	bid = round(sl2 * 0.99)
 	res, err = sess.Open(ctx, broker.OpenRequest{Order: order(), Symbol: sym.Name, Side: broker.Buy, Volume: 2 * sym.MinLot, SL: round(bid * 0.95), TP: round(bid * 1.05)})
 	must(err)
 	stops("second open", res.Ticket, round(bid*0.95), round(bid*1.05))
+	mark = wire.mark()
+	_, err = sess.ClosePosition(ctx, broker.CloseRequest{Order: order(), Ticket: res.Ticket, Volume: sym.MinLot})
+	must(err)
+	left := fixwire.FormatFloat(fixwire.ToUnits(sym.MinLot, sym.ContractSize))
+	if gs, _ := wire.of(fixwire.MsgOrderCancelReplace, mark); len(gs) != 2 || field(gs[0], fixwire.TagOrderQty) != left || field(gs[1], fixwire.TagOrderQty) != left {
+		t.Fatalf("a partial close sent %v, want the stop and the limit replaced for %s", gs, left)
+	}
+	stops("after the partial close", res.Ticket, round(bid*0.95), round(bid*1.05))
 	mark = wire.mark()
 	_, err = sess.ClosePosition(ctx, broker.CloseRequest{Order: order(), Ticket: res.Ticket})
 	must(err)
