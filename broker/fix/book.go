@@ -18,18 +18,32 @@ import (
 // and tests.
 type Book interface {
 	// Positions returns the account's tracked positions.
-	Positions(ctx context.Context, login string) ([]broker.Position, error)
+	Positions(ctx context.Context, login string) ([]BookPosition, error)
 	// Put records p; a p with no volume removes the position. fence is the order whose
 	// fill changed it: its Token is the sender's lease epoch, and a store-backed book
 	// refuses (with an error) a write from an owner that no longer holds the account.
-	Put(ctx context.Context, login string, fence broker.Order, p broker.Position) error
+	Put(ctx context.Context, login string, fence broker.Order, p BookPosition) error
+}
+
+// BookPosition is one tracked position: the position as the broker reports it (its SL
+// and TP are the prices of its resting protective orders) and the ClOrdIDs of those
+// orders, so that a restart or the node that takes the account over can replace or
+// cancel them. Its JSON is the position's fields with the two ids beside them (a row
+// written before the ids existed reads as a position without protective orders).
+type BookPosition struct {
+	broker.Position
+	// SLOrder is the ClOrdID of the resting Stop order (40=3) that is the position's
+	// stop-loss, "" when it has none; TPOrder that of the Limit order (40=2) that is its
+	// take-profit.
+	SLOrder string `json:",omitempty"`
+	TPOrder string `json:",omitempty"`
 }
 
 // MemBook is a Book in memory: it is lost with the process. Its fence is the highest
 // Token seen per account: a write with a lower one is refused.
 type MemBook struct {
 	mu     sync.Mutex
-	m      map[string]map[int64]broker.Position
+	m      map[string]map[int64]BookPosition
 	tokens map[string]int64
 }
 
@@ -40,14 +54,14 @@ var _ Book = (*MemBook)(nil)
 
 // NewMemBook returns an empty MemBook.
 func NewMemBook() *MemBook {
-	return &MemBook{m: map[string]map[int64]broker.Position{}, tokens: map[string]int64{}}
+	return &MemBook{m: map[string]map[int64]BookPosition{}, tokens: map[string]int64{}}
 }
 
 // Positions implements Book, in ticket order.
-func (b *MemBook) Positions(_ context.Context, login string) ([]broker.Position, error) {
+func (b *MemBook) Positions(_ context.Context, login string) ([]BookPosition, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := []broker.Position{}
+	out := []BookPosition{}
 	for _, p := range b.m[login] {
 		out = append(out, p)
 	}
@@ -56,7 +70,7 @@ func (b *MemBook) Positions(_ context.Context, login string) ([]broker.Position,
 }
 
 // Put implements Book.
-func (b *MemBook) Put(_ context.Context, login string, fence broker.Order, p broker.Position) error {
+func (b *MemBook) Put(_ context.Context, login string, fence broker.Order, p BookPosition) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if fence.Token < b.tokens[login] {
@@ -68,7 +82,7 @@ func (b *MemBook) Put(_ context.Context, login string, fence broker.Order, p bro
 		return nil
 	}
 	if b.m[login] == nil {
-		b.m[login] = map[int64]broker.Position{}
+		b.m[login] = map[int64]BookPosition{}
 	}
 	b.m[login][p.Ticket] = p
 	return nil
@@ -93,10 +107,10 @@ const volEps = 1e-9
 // symbol on a netting account: it first reduces the tracked positions of the opposite side
 // in that symbol (the named one first, then the oldest); what is left adds to the oldest
 // tracked position of the same side in that symbol, as a netting venue does (its ticket,
-// magic and comment kept, the open price weighted), else opens open (its Ticket, Side,
+// magic, comment and protective orders kept, the open price weighted), else opens open (its Ticket, Side,
 // Volume set here). A returned position with no volume is closed.
-func applyFill(held []broker.Position, symbol string, side broker.Side, vol float64, named int64, open broker.Position) []broker.Position {
-	var opp []broker.Position
+func applyFill(held []BookPosition, symbol string, side broker.Side, vol float64, named int64, open BookPosition) []BookPosition {
+	var opp []BookPosition
 	for _, p := range held {
 		if p.Symbol == symbol && p.Side != side {
 			opp = append(opp, p)
@@ -108,7 +122,7 @@ func applyFill(held []broker.Position, symbol string, side broker.Side, vol floa
 		}
 		return opp[i].OpenTime.Before(opp[j].OpenTime)
 	})
-	var out []broker.Position
+	var out []BookPosition
 	for _, p := range opp {
 		if vol <= volEps {
 			break
@@ -124,7 +138,7 @@ func applyFill(held []broker.Position, symbol string, side broker.Side, vol floa
 	if vol <= volEps {
 		return out
 	}
-	var same *broker.Position
+	var same *BookPosition
 	for i := range held {
 		if p := &held[i]; p.Symbol == symbol && p.Side == side && (same == nil || p.OpenTime.Before(same.OpenTime)) {
 			same = p

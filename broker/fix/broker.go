@@ -177,6 +177,9 @@ type Broker struct {
 
 	// wire, when set (tests, before any Connect), sees every message as it is written.
 	wire func(raw string)
+	// reported, when set (tests, before any Connect), is called when a venue's own report
+	// (a protective order's fill or cancel) has been handled.
+	reported func(login, clOrdID string)
 }
 
 var _ broker.Broker = (*Broker)(nil)

@@ -320,6 +320,21 @@ func (s *session) positionsRequest(id, subType string) *quickfix.Message {
 	return m
 }
 
+// bookUsable fails a call served from the position book as a request to the venue would
+// fail: on a closed session, or with an ended context.
+func (s *session) bookUsable(ctx context.Context, what string) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return errClosed()
+	}
+	if err := ctx.Err(); err != nil {
+		return notSent(what, err)
+	}
+	return nil
+}
+
 // Positions implements broker.Session: RequestForPositions (AN, 263=0) answered by
 // RequestForPositionsAck (AO, 727 = count) and that many PositionReports (AP).
 func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
@@ -327,16 +342,18 @@ func (s *session) Positions(ctx context.Context) ([]broker.Position, error) {
 		// No position ids: the venue's reports could not say which copy is which, and a
 		// strict venue refuses the request; the book has what our fills made. A closed
 		// session and an ended context fail as they do for a request to the venue.
-		s.mu.Lock()
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
-			return nil, errClosed()
+		if err := s.bookUsable(ctx, "positions (book)"); err != nil {
+			return nil, err
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, notSent("positions (book)", err)
+		held, err := s.b.cfg.Book.Positions(ctx, s.creds.Login)
+		if err != nil {
+			return nil, err
 		}
-		return s.b.cfg.Book.Positions(ctx, s.creds.Login)
+		out := make([]broker.Position, len(held))
+		for i, p := range held {
+			out[i] = p.Position
+		}
+		return out, nil
 	}
 	t, err := s.symbols(ctx)
 	if err != nil {
@@ -374,16 +391,17 @@ func refuseExpired(o broker.Order) error {
 	return nil
 }
 
-// noStops refuses stops in a dialect without fields for them: standard FIX 4.4 has no
-// stops on a market order or a position (separate stop and limit orders are not built).
-func (s *session) noStops() error {
-	return broker.NewError(broker.ErrPermanent, broker.CodeInvalidStops,
-		"fix: the %s dialect has no stop-loss or take-profit fields; copy this link without stops", s.dialect)
-}
-
 // Fence implements broker.Session. FIX has no message that raises a fencing token without
 // an order: the token travels with every order (9001), so this only refuses an expired o.
-func (s *session) Fence(_ context.Context, o broker.Order) error { return refuseExpired(o) }
+// The session remembers o's token: the venue's own reports (a protective order's fill)
+// are written to the position book under the latest one.
+func (s *session) Fence(_ context.Context, o broker.Order) error {
+	if err := refuseExpired(o); err != nil {
+		return err
+	}
+	s.noteFence(o)
+	return nil
+}
 
 // clOrdID is the ClOrdID of an order: its request id.
 func clOrdID(o broker.Order) string {
@@ -396,6 +414,7 @@ func clOrdID(o broker.Order) string {
 // setOrder writes what every order carries: ClOrdID and time; in a dialect with them,
 // the fence (token and deadline) and the node.
 func (s *session) setOrder(m *quickfix.Message, id string, o broker.Order) {
+	s.noteFence(o)
 	m.Body.SetString(fixwire.TagClOrdID, id)
 	if s.feat.Fence {
 		setFence(m, o)
@@ -434,6 +453,14 @@ func (s *session) newOrderSingle(id string, o broker.Order, side broker.Side, sy
 // PossResend) and waits for its final report. A resend carries the fence of o, the gate
 // check that let it out now, not the first send's: its deadline is the later one.
 func (s *session) sendOrder(ctx context.Context, id string, o broker.Order, m *quickfix.Message, contractSize float64) (broker.OrderResult, error) {
+	return s.sendOrderWith(ctx, id, o, m, func(res *broker.OrderResult) func(*quickfix.Message) (bool, error) {
+		return orderReply(res, contractSize)
+	})
+}
+
+// sendOrderWith is sendOrder with the reports of the order (and of the status request
+// after a lost reply) handled by reply(&result).
+func (s *session) sendOrderWith(ctx context.Context, id string, o broker.Order, m *quickfix.Message, reply func(*broker.OrderResult) func(*quickfix.Message) (bool, error)) (broker.OrderResult, error) {
 	memo := s.b.sentFor(s.creds.Login)
 	if first := memo.lookup(id); first != nil {
 		m = quickfix.NewMessage()
@@ -450,7 +477,7 @@ func (s *session) sendOrder(ctx context.Context, id string, o broker.Order, m *q
 		memo.remember(id, keep)
 	}
 	var res broker.OrderResult
-	err := s.request(ctx, id, m, true, orderReply(&res, contractSize))
+	err := s.request(ctx, id, m, true, reply(&res))
 	if errors.Is(err, errNoReply) && s.b.cfg.StatusTimeout > 0 && ctx.Err() == nil {
 		// Ask before giving up: a venue that knows the order's fate turns the unknown
 		// outcome into a known one.
@@ -463,7 +490,7 @@ func (s *session) sendOrder(ctx context.Context, id string, o broker.Order, m *q
 			}
 		}
 		var st broker.OrderResult
-		serr := s.request(context.WithValue(ctx, replyTimeoutKey{}, s.b.cfg.StatusTimeout), id, h, true, orderReply(&st, contractSize))
+		serr := s.request(context.WithValue(ctx, replyTimeoutKey{}, s.b.cfg.StatusTimeout), id, h, true, reply(&st))
 		var rf *refusedError
 		if errors.As(serr, &rf) && rf.msgType == fixwire.MsgOrderStatusRequest {
 			// The venue refused the question, not the order: its outcome stays unknown.
@@ -523,9 +550,6 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 	if req.Type != broker.Market {
 		return broker.OrderResult{}, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: only market orders are supported")
 	}
-	if !s.feat.OrderTags && (req.SL != 0 || req.TP != 0) {
-		return broker.OrderResult{}, s.noStops()
-	}
 	id := clOrdID(req.Order)
 	if s.b.sentFor(s.creds.Login).lookup(id) != nil {
 		_, sp, err := s.symbol(ctx, req.Symbol)
@@ -556,47 +580,28 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 }
 
 // recordOpen puts a fill of an open into the book, in a dialect without position ids:
-// the result names the tracked position it opened (or the one it netted against).
+// the result names the tracked position it opened (or the one it netted against). The
+// protective orders of positions the fill reduced follow it, and the position it opened
+// gets its own for the requested stops (protect.go).
 func (s *session) recordOpen(ctx context.Context, id string, req broker.OpenRequest, res broker.OrderResult, err error) (broker.OrderResult, error) {
 	if err != nil || s.feat.PositionIDs {
 		return res, err
 	}
-	open := broker.Position{Ticket: bookTicket(id), OpenPrice: res.Price, SL: req.SL, TP: req.TP,
-		Magic: req.Magic, Comment: req.Comment, OpenTime: res.ServerTime}
-	res.Ticket = s.record(ctx, req.Order, req.Symbol, req.Side, res.Volume, 0, open)
+	s.bookMu.Lock()
+	defer s.bookMu.Unlock()
+	open := BookPosition{Position: broker.Position{Ticket: bookTicket(id), OpenPrice: res.Price,
+		Magic: req.Magic, Comment: req.Comment, OpenTime: res.ServerTime}}
+	ticket, changes := s.recordLocked(ctx, req.Order, req.Symbol, req.Side, res.Volume, 0, open)
+	res.Ticket = ticket
+	pctx, cancel := s.protectCtx(ctx)
+	defer cancel()
+	s.followFills(pctx, req.Order, id, changes)
+	for _, c := range changes {
+		if c.after.Ticket == open.Ticket && c.after.Volume > 0 && (req.SL != 0 || req.TP != 0) {
+			s.protectOpen(pctx, req.Order, id, c.after, req.SL, req.TP)
+		}
+	}
 	return res, nil
-}
-
-// record applies a fill to the book and returns the ticket of the position the fill left
-// open on its side (opened or grown), else of the first it reduced. The order has executed whatever the book says: a write the
-// book refuses (the account moved to another node) is logged, not returned, so the fill is
-// not taken for a failure and repeated; the new owner's reconcile sees the venue's truth
-// only through its own book (FIX.md).
-func (s *session) record(ctx context.Context, fence broker.Order, symbol string, side broker.Side, vol float64, named int64, open broker.Position) int64 {
-	held, err := s.b.cfg.Book.Positions(ctx, s.creds.Login)
-	if err != nil {
-		s.log.Error().Err(err).Str("symbol", symbol).Msg("fix: position book not read; the fill is not tracked")
-		return open.Ticket
-	}
-	var ticket, first int64
-	for i, p := range applyFill(held, symbol, side, vol, named, open) {
-		if i == 0 {
-			first = p.Ticket
-		}
-		if p.Side == side && p.Volume > 0 {
-			ticket = p.Ticket
-		}
-		if err := s.b.cfg.Book.Put(ctx, s.creds.Login, fence, p); err != nil {
-			s.log.Error().Err(err).Int64("ticket", p.Ticket).Msg("fix: position book not written; the fill is not tracked")
-		}
-	}
-	switch {
-	case ticket != 0:
-		return ticket
-	case first != 0:
-		return first
-	}
-	return open.Ticket
 }
 
 // ClosePosition implements broker.Session: a NewOrderSingle of the opposite side naming the
@@ -650,18 +655,26 @@ func (s *session) ClosePosition(ctx context.Context, req broker.CloseRequest) (b
 }
 
 // recordClose puts a fill of a close into the book, in a dialect without position ids: it
-// reduces the named position first.
+// reduces the named position first; the protective orders of a closed position are
+// cancelled, those of a reduced one replaced for what is left.
 func (s *session) recordClose(ctx context.Context, req broker.CloseRequest, symbol string, side broker.Side, res broker.OrderResult, err error) (broker.OrderResult, error) {
 	if err != nil || s.feat.PositionIDs {
 		return res, err
 	}
-	s.record(ctx, req.Order, symbol, side, res.Volume, req.Ticket, broker.Position{})
+	s.bookMu.Lock()
+	defer s.bookMu.Unlock()
+	_, changes := s.recordLocked(ctx, req.Order, symbol, side, res.Volume, req.Ticket, BookPosition{})
+	pctx, cancel := s.protectCtx(ctx)
+	defer cancel()
+	s.followFills(pctx, req.Order, clOrdID(req.Order), changes)
 	res.Ticket = req.Ticket
 	return res, nil
 }
 
 // Modify implements broker.Session: OrderCancelReplaceRequest (G) naming the position
 // (721) with the new stops, answered by an ExecutionReport (150=5) or OrderCancelReject (9).
+// In a dialect without stop fields it changes the position's protective orders instead
+// (modifyProtective).
 func (s *session) Modify(ctx context.Context, req broker.ModifyRequest) (broker.OrderResult, error) {
 	if err := ctx.Err(); err != nil {
 		return broker.OrderResult{}, notSent("order", err)
@@ -670,7 +683,7 @@ func (s *session) Modify(ctx context.Context, req broker.ModifyRequest) (broker.
 		return broker.OrderResult{}, err
 	}
 	if !s.feat.OrderTags {
-		return broker.OrderResult{}, s.noStops()
+		return s.modifyProtective(ctx, req)
 	}
 	id := clOrdID(req.Order)
 	if s.b.sentFor(s.creds.Login).lookup(id) != nil {

@@ -40,20 +40,17 @@ func TestConformance(t *testing.T) {
 var strictExclusions = func() brokertest.Exclusions {
 	const (
 		book     = "positions come from the broker's position book, with its own tickets (the venue names no position) and netting; the suite compares them with the Controller's by ticket"
-		stops    = "the fix44 dialect has no SL/TP fields: an order with stops and Modify are refused before anything is sent (CodeInvalidStops)"
+		stops    = "stops are resting protective orders in fix44, on the book's positions: the suite reads them off the Controller's positions by ticket"
 		codes    = "a standard venue's reject carries OrdRejReason (103) and Text (58) only, so the server's trade error code (volume, money) is not on the wire: the class is kept (permanent), the code is CodeInvalidRequest"
 		feeds    = "the strict venue refuses RequestForPositions (subscriptions and polling both need it): a fix44 account cannot be a master"
-		collInq  = "the strict venue refuses CollateralInquiry (BB); Account waits for an explicit unknown equity in broker.AccountInfo"
+		collInq  = "the strict venue refuses CollateralInquiry (BB): Account answers with the equity unknown (EquityUnknown), which the suite's balance and equity checks cannot compare"
 		noTokens = "the fence (9001/9003) does not travel in fix44 (custom tags): the venue cannot refuse a stale token"
 	)
 	return brokertest.Exclusions{
-		"ConnectAndBadPassword":           collInq,
 		"AccountInfo":                     collInq,
 		"SymbolSuffix":                    "a configured symbol list names the venue's symbols as they are: the suffixed account would need its own list (Credentials.FIX.Symbols)",
-		"ClosedSession":                   "Modify is refused by the dialect (no stops fields, permanent) before the session's state is looked at; every other call of a closed session is ErrDisconnected",
 		"OpenModifyPartialClose":          stops,
-		"UnknownTicketAndSymbol":          stops,
-		"StopsValidation":                 stops,
+		"StopsValidation":                 "an open's stops are resting orders placed after its fill: a stop the venue refuses is logged and surfaced by the next Modify, never returned by Open (the market order has executed)",
 		"VolumeRules":                     codes,
 		"NotEnoughMoney":                  codes,
 		"OrderLog":                        codes,

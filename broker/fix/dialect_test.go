@@ -35,8 +35,8 @@ func simSymbols(t *testing.T, s *sim.Server) []fix.Symbol {
 
 // The fix44 dialect trades with a venue that knows only standard FIX 4.4 (the strict
 // front): its market order passes the venue's stock dictionary and fills, with the symbol
-// from the configured list and the copy marker in Text; what standard FIX cannot carry
-// (stops on an order, a stops change) is refused before anything is sent.
+// from the configured list and the copy marker in Text (stops are protective orders:
+// TestFIX44ProtectiveOrders).
 func TestFIX44AgainstAStrictVenue(t *testing.T) {
 	s := sim.New(sim.Config{Seed: 1, AutoProvision: true})
 	e := newEnvFor(t, s, envOptions{front: fixfront.Options{Strict: true},
@@ -51,13 +51,12 @@ func TestFIX44AgainstAStrictVenue(t *testing.T) {
 	if res.Volume != sym.MinLot || res.Price <= 0 {
 		t.Fatalf("fill %+v, want %v lots at a price", res, sym.MinLot)
 	}
-	_, err = sess.Open(ctx, broker.OpenRequest{Order: order(), Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot, SL: sym.Bid / 2})
-	wantClass(t, err, broker.ErrPermanent)
+	// A Modify of a position the book does not hold is refused before anything is sent.
 	_, err = sess.Modify(ctx, broker.ModifyRequest{Order: order(), Ticket: 1, SL: sym.Bid / 2})
 	wantClass(t, err, broker.ErrPermanent)
 	log, lerr := e.sim.OrderLog(ctx, 0, 0)
 	if lerr != nil || len(log) != 1 || log[0].Comment != "" && log[0].Comment != "mc42" {
-		t.Fatalf("order log %+v (%v): want the one open, nothing of the refused ones", log, lerr)
+		t.Fatalf("order log %+v (%v): want the one open, nothing of the refused modify", log, lerr)
 	}
 }
 

@@ -3,6 +3,7 @@ package fix_test
 import (
 	"bytes"
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -19,10 +20,12 @@ import (
 
 // Every message the fix44 dialect sends passes the stock FIX 4.4 dictionary (quickfixgo's
 // FIX44.xml, as a strict venue validates it): the Logon, NewOrderSingle (an open and a
-// close), OrderStatusRequest (after a lost reply), RequestForPositions (snapshot and
-// subscription) and CollateralInquiry, each as written on the wire. The venue here is
-// the simulator's front in its own dialect, so that every call is answered; the client
-// knows the symbols from its configured list.
+// close; a Stop (40=3) and a Limit (40=2) protective order), OrderCancelReplaceRequest and
+// OrderCancelRequest (of protective orders), OrderStatusRequest (after a lost reply),
+// RequestForPositions (snapshot and subscription) and CollateralInquiry, each as written
+// on the wire. The venue is the simulator's front in its own dialect, so that every call
+// is answered, and for the protective orders its strict mode, which accepts them; the
+// client knows the symbols from its configured list.
 func TestFIX44MessagesPassTheStockDictionary(t *testing.T) {
 	srv := sim.New(sim.Config{Seed: 1, AutoProvision: true})
 	f, err := fixfront.Start("127.0.0.1:0", srv, srv, fixfront.Options{})
@@ -77,6 +80,42 @@ func TestFIX44MessagesPassTheStockDictionary(t *testing.T) {
 	}
 	_, _ = bs.Open(ctx, broker.OpenRequest{Order: order(), Symbol: sym.Name, Side: broker.Sell, Volume: sym.MinLot})
 
+	// Protective orders, against a strict venue that accepts them: an open with stops (a
+	// Stop and a Limit order), a Modify that replaces the stop (G) and cancels the limit
+	// (F), a close that cancels the stop (F).
+	nsrv := sim.New(sim.Config{Seed: 1, AutoProvision: true, DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e6, Leverage: 100, Mode: broker.Netting}})
+	nf, err := fixfront.Start("127.0.0.1:0", nsrv, nsrv, fixfront.Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nf.Close() })
+	nb, err := fix.New(fix.Config{Addr: nf.Addr(), Dialect: fixwire.DialectFIX44, Symbols: simSymbols(t, nsrv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fix.SetWire(nb, func(raw string) {
+		mu.Lock()
+		sent = append(sent, raw)
+		mu.Unlock()
+	})
+	// Another login: two fronts in one process number their dynamic sessions alike.
+	ns, err := nb.Connect(ctx, broker.Credentials{Login: "std2", Password: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Close() })
+	px := func(f float64) float64 { return math.Round(sym.Bid*f/sym.Point) * sym.Point }
+	pres, err := ns.Open(ctx, broker.OpenRequest{Order: order(), Symbol: sym.Name, Side: broker.Buy, Volume: sym.MinLot, SL: px(0.9), TP: px(1.1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ns.Modify(ctx, broker.ModifyRequest{Order: order(), Ticket: pres.Ticket, SL: px(0.92)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ns.ClosePosition(ctx, broker.CloseRequest{Order: order(), Ticket: pres.Ticket}); err != nil {
+		t.Fatal(err)
+	}
+
 	mu.Lock()
 	defer mu.Unlock()
 	seen := map[string]bool{}
@@ -87,6 +126,10 @@ func TestFIX44MessagesPassTheStockDictionary(t *testing.T) {
 		}
 		mt, _ := m.MsgType()
 		seen[mt] = true
+		if mt == fixwire.MsgNewOrderSingle {
+			ot, _ := m.Body.GetString(fixwire.TagOrdType)
+			seen[mt+"/40="+ot] = true
+		}
 		if rej := fixwire.ValidateStock(m); rej != nil {
 			t.Errorf("%s fails the stock FIX 4.4 dictionary: %v (tag %v)\n%s", fixwire.MsgTypeName(mt), rej, rej.RefTagID(), bytes.ReplaceAll([]byte(raw), []byte{1}, []byte{'|'}))
 		}
@@ -96,9 +139,15 @@ func TestFIX44MessagesPassTheStockDictionary(t *testing.T) {
 			}
 		}
 	}
-	for _, mt := range []string{fixwire.MsgLogon, fixwire.MsgNewOrderSingle, fixwire.MsgOrderStatusRequest, fixwire.MsgRequestForPositions, fixwire.MsgCollateralInquiry} {
+	for _, mt := range []string{fixwire.MsgLogon, fixwire.MsgNewOrderSingle, fixwire.MsgOrderStatusRequest, fixwire.MsgRequestForPositions, fixwire.MsgCollateralInquiry,
+		fixwire.MsgOrderCancelReplace, fixwire.MsgOrderCancelRequest} {
 		if !seen[mt] {
 			t.Errorf("no %s was sent", fixwire.MsgTypeName(mt))
+		}
+	}
+	for _, ot := range []string{fixwire.OrdTypeMarket, fixwire.OrdTypeLimit, fixwire.OrdTypeStop} {
+		if !seen[fixwire.MsgNewOrderSingle+"/40="+ot] {
+			t.Errorf("no NewOrderSingle with OrdType (40) %s was sent", ot)
 		}
 	}
 	if seen[fixwire.MsgSecurityListRequest] {

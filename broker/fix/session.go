@@ -55,6 +55,13 @@ type session struct {
 	symsAt  time.Time    // when syms was read
 	// symLoading is the symbol list read under way, if any.
 	symLoading *symLoad
+	// fence is the latest order's (or Fence's): the venue's own reports are recorded
+	// under it.
+	fence broker.Order
+
+	// bookMu serialises the session's changes of the position book and of the protective
+	// orders that go with them (a fill and its follow-up orders, a venue's report).
+	bookMu sync.Mutex
 
 	events  chan sessEvent
 	closeCh chan struct{}
@@ -663,7 +670,19 @@ func (s *session) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix.
 				return nil
 			}
 		}
+		protective := !s.feat.OrderTags
+		if ot := str(fixwire.TagOrdType); protective && str(fixwire.TagExecType) == fixwire.ExecTrade &&
+			(ot == fixwire.OrdTypeStop || ot == fixwire.OrdTypeLimit) {
+			// A resting protective order filled at the venue: never a request's answer
+			// (those wait for New, Replaced or Canceled).
+			go s.venueReport(m)
+			return nil
+		}
 		if s.deliver(str(fixwire.TagClOrdID), m) {
+			return nil
+		}
+		if protective {
+			go s.venueReport(m)
 			return nil
 		}
 		s.log.Warn().Str("clordid", str(fixwire.TagClOrdID)).Str("exec_type", str(fixwire.TagExecType)).

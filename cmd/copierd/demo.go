@@ -721,10 +721,14 @@ func (d *demo) check() verdict {
 		}
 		why := ""
 		if d.strict {
-			book, err := storeBook{pool: d.pool, platform: "sim"}.Positions(ctx, f.login)
+			held, err := storeBook{pool: d.pool, platform: "sim"}.Positions(ctx, f.login)
 			if err != nil {
 				v.problems = append(v.problems, fmt.Sprintf("follower %d: position book: %s", f.id, oneLine(err)))
 				continue
+			}
+			book := make([]broker.Position, len(held))
+			for i, p := range held {
+				book[i] = p.Position
 			}
 			why = nettingProblem(f, ps, book, masterPos[f.master])
 		} else {

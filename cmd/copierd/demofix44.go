@@ -101,11 +101,11 @@ type landingBook struct {
 	l *landings
 }
 
-func (b landingBook) Put(ctx context.Context, login string, fence broker.Order, p broker.Position) error {
+func (b landingBook) Put(ctx context.Context, login string, fence broker.Order, p fix.BookPosition) error {
 	if err := b.Book.Put(ctx, login, fence, p); err != nil {
 		return err
 	}
-	b.l.landed(login, p)
+	b.l.landed(login, p.Position)
 	return nil
 }
 

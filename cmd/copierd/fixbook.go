@@ -14,7 +14,8 @@ import (
 
 // storeBook is the FIX position book in PostgreSQL (fix_positions): it outlives the node
 // and follows the account to the node that takes it over. Writes go through the owner
-// fence: node must own the account at the epoch of the order whose fill made them.
+// fence: node must own the account at the epoch of the order whose fill made them. A row
+// is the position's JSON with the ClOrdIDs of its protective orders (fix.BookPosition).
 type storeBook struct {
 	pool     *pgxpool.Pool
 	node     string
@@ -23,14 +24,14 @@ type storeBook struct {
 
 var _ fix.Book = storeBook{}
 
-func (b storeBook) Positions(ctx context.Context, login string) ([]broker.Position, error) {
+func (b storeBook) Positions(ctx context.Context, login string) ([]fix.BookPosition, error) {
 	rows, err := store.ReadFIXPositions(ctx, b.pool, b.platform, login)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]broker.Position, 0, len(rows))
+	out := make([]fix.BookPosition, 0, len(rows))
 	for _, r := range rows {
-		var p broker.Position
+		var p fix.BookPosition
 		if err := json.Unmarshal(r.Position, &p); err != nil {
 			return nil, fmt.Errorf("fix position book: %s ticket %d: %w", login, r.Ticket, err)
 		}
@@ -39,7 +40,7 @@ func (b storeBook) Positions(ctx context.Context, login string) ([]broker.Positi
 	return out, nil
 }
 
-func (b storeBook) Put(ctx context.Context, login string, fence broker.Order, p broker.Position) error {
+func (b storeBook) Put(ctx context.Context, login string, fence broker.Order, p fix.BookPosition) error {
 	row := store.FIXPosition{Ticket: p.Ticket}
 	if p.Volume > 0 {
 		doc, err := json.Marshal(p)

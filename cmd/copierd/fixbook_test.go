@@ -89,7 +89,7 @@ func TestStoreBookTakeover(t *testing.T) {
 		t.Fatalf("the new owner reads %+v (%v), want the copy %d", ps, err, res.Ticket)
 	}
 	// The old owner's late write (a fill it tracked after losing the account) is refused.
-	if err := bookA.Put(ctx, "f1", broker.Order{Token: ea}, broker.Position{Ticket: res.Ticket}); !errors.Is(err, fix.ErrStaleBookWrite) {
+	if err := bookA.Put(ctx, "f1", broker.Order{Token: ea}, fix.BookPosition{Position: broker.Position{Ticket: res.Ticket}}); !errors.Is(err, fix.ErrStaleBookWrite) {
 		t.Fatalf("stale owner's write: %v, want ErrStaleBookWrite", err)
 	}
 	if _, err := sb.ClosePosition(ctx, broker.CloseRequest{Order: broker.Order{RequestID: uuid.New(), Token: eb, Node: "b"}, Ticket: res.Ticket}); err != nil {

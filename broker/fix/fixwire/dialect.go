@@ -53,8 +53,10 @@ type Features struct {
 	// refuses stale and late orders. Without it the gate before the send is the only guard.
 	Fence bool
 	// OrderTags: orders carry the node (9002), stops (9010/9011), magic (9012) and
-	// comment (9013); without them the copy marker goes in Text (58) and an order with
-	// stops, or a stops change, is refused before it is sent.
+	// comment (9013); without them the copy marker goes in Text (58) and a position's
+	// stops are separate resting orders (a Stop order for the SL, a Limit order for the
+	// TP, GTC, on the opposite side), changed by OrderCancelReplaceRequest (G) and removed
+	// by OrderCancelRequest (F).
 	OrderTags bool
 	// SecurityList: symbols come from SecurityListRequest (x); without it from the
 	// configured symbol list.

@@ -28,6 +28,7 @@ const (
 	MsgLogout                 = "5"
 	MsgNewOrderSingle         = "D"
 	MsgOrderCancelReplace     = "G"
+	MsgOrderCancelRequest     = "F"
 	MsgOrderCancelReject      = "9"
 	MsgExecutionReport        = "8"
 	MsgOrderStatusRequest     = "H"
@@ -45,7 +46,8 @@ const (
 // msgTypeNames names the message types used, for errors and logs.
 var msgTypeNames = map[string]string{
 	MsgLogon: "Logon", MsgLogout: "Logout", MsgNewOrderSingle: "NewOrderSingle", MsgOrderCancelReplace: "OrderCancelReplaceRequest",
-	MsgOrderCancelReject: "OrderCancelReject", MsgExecutionReport: "ExecutionReport", MsgOrderStatusRequest: "OrderStatusRequest",
+	MsgOrderCancelRequest: "OrderCancelRequest",
+	MsgOrderCancelReject:  "OrderCancelReject", MsgExecutionReport: "ExecutionReport", MsgOrderStatusRequest: "OrderStatusRequest",
 	MsgRequestForPositions: "RequestForPositions", MsgRequestForPositionsAck: "RequestForPositionsAck", MsgPositionReport: "PositionReport",
 	MsgSecurityListRequest: "SecurityListRequest", MsgSecurityList: "SecurityList", MsgCollateralInquiry: "CollateralInquiry",
 	MsgCollateralReport: "CollateralReport", MsgBusinessMessageReject: "BusinessMessageReject", MsgReject: "Reject",
@@ -66,7 +68,7 @@ func MsgTypeName(mt string) string {
 // (0 for a type that is not a request of ours).
 func RequestIDTag(mt string) quickfix.Tag {
 	switch mt {
-	case MsgNewOrderSingle, MsgOrderCancelReplace, MsgOrderStatusRequest:
+	case MsgNewOrderSingle, MsgOrderCancelReplace, MsgOrderCancelRequest, MsgOrderStatusRequest:
 		return TagClOrdID
 	case MsgRequestForPositions:
 		return TagPosReqID
@@ -176,6 +178,8 @@ const (
 	TagCxlRejReason       = tag.CxlRejReason
 	TagCxlRejRespTo       = tag.CxlRejResponseTo
 	TagTimeInForce        = tag.TimeInForce
+	TagPrice              = tag.Price  // limit price (40=2)
+	TagStopPx             = tag.StopPx // stop price (40=3)
 
 	// RawDataLength (95) and RawData (96) of a Logon carry the venue's shared token (a
 	// node-level secret like the bridge's, `copierd sim --token`), when it requires one.
@@ -185,18 +189,34 @@ const (
 
 // Values of enumerated fields used on both sides.
 const (
-	SideBuy          = string(enum.Side_BUY)
-	SideSell         = string(enum.Side_SELL)
-	ExecTrade        = string(enum.ExecType_TRADE)
-	ExecRejected     = string(enum.ExecType_REJECTED)
-	ExecRestated     = string(enum.ExecType_RESTATED)
-	ExecReplaced     = string(enum.ExecType_REPLACED)
-	ExecOrderStatus  = string(enum.ExecType_ORDER_STATUS)
-	StatusFilled     = string(enum.OrdStatus_FILLED)
-	StatusRejected   = string(enum.OrdStatus_REJECTED)
-	StatusReplaced   = string(enum.OrdStatus_REPLACED)
-	OrdTypeMarket    = string(enum.OrdType_MARKET)
-	TIFImmediate     = string(enum.TimeInForce_IMMEDIATE_OR_CANCEL)
+	SideBuy         = string(enum.Side_BUY)
+	SideSell        = string(enum.Side_SELL)
+	ExecTrade       = string(enum.ExecType_TRADE)
+	ExecRejected    = string(enum.ExecType_REJECTED)
+	ExecRestated    = string(enum.ExecType_RESTATED)
+	ExecReplaced    = string(enum.ExecType_REPLACED)
+	ExecOrderStatus = string(enum.ExecType_ORDER_STATUS)
+	StatusFilled    = string(enum.OrdStatus_FILLED)
+	StatusRejected  = string(enum.OrdStatus_REJECTED)
+	StatusReplaced  = string(enum.OrdStatus_REPLACED)
+	OrdTypeMarket   = string(enum.OrdType_MARKET)
+	OrdTypeLimit    = string(enum.OrdType_LIMIT)
+	OrdTypeStop     = string(enum.OrdType_STOP)
+	TIFImmediate    = string(enum.TimeInForce_IMMEDIATE_OR_CANCEL)
+	TIFGoodTillCxl  = string(enum.TimeInForce_GOOD_TILL_CANCEL)
+	ExecNew         = string(enum.ExecType_NEW)
+	ExecCanceled    = string(enum.ExecType_CANCELED)
+	StatusNew       = string(enum.OrdStatus_NEW)
+	StatusCanceled  = string(enum.OrdStatus_CANCELED)
+	// CxlRejUnknownOrder is the CxlRejReason (102) of a cancel or replace of an order the
+	// venue does not know (any more); CxlRejOther (99) any other.
+	CxlRejUnknownOrder = string(enum.CxlRejReason_UNKNOWN_ORDER)
+	CxlRejOther        = string(enum.CxlRejReason_OTHER)
+	// CxlRejToCancel and CxlRejToReplace are the CxlRejResponseTo (434) of an
+	// OrderCancelReject: the refused message was an OrderCancelRequest (F) or an
+	// OrderCancelReplaceRequest (G).
+	CxlRejToCancel   = string(enum.CxlRejResponseTo_ORDER_CANCEL_REQUEST)
+	CxlRejToReplace  = string(enum.CxlRejResponseTo_ORDER_CANCEL_REPLACE_REQUEST)
 	SubSnapshot      = string(enum.SubscriptionRequestType_SNAPSHOT)
 	SubUpdates       = string(enum.SubscriptionRequestType_SNAPSHOT_PLUS_UPDATES)
 	SubUnsubscribe   = string(enum.SubscriptionRequestType_DISABLE_PREVIOUS_SNAPSHOT_PLUS_UPDATE_REQUEST)

@@ -69,7 +69,9 @@ type Options struct {
 	// included) is refused with a session Reject (3); SecurityListRequest,
 	// RequestForPositions and CollateralInquiry are refused as unsupported
 	// (BusinessMessageReject, 380=3); fills carry no position id (721) and rejects no
-	// custom tags.
+	// custom tags. Resting Stop (40=3) and Limit (40=2) orders protecting the account's
+	// net position are accepted, replaced (G) and cancelled (F) as its SL and TP
+	// (resting.go).
 	Strict bool
 
 	// Bounds on what clients may hold (0: the default). The demo and the FIX benchmarks
@@ -137,7 +139,8 @@ type Front struct {
 	conns    map[string]net.Conn // by remote address, to drop a session
 	sessions map[quickfix.SessionID]*fsession
 	accounts map[string]*accountMemo
-	logons   []LogonRecord // the most recent maxLogonRecords
+	resting  map[string]*restingBook // strict mode: resting stop and limit orders, by login
+	logons   []LogonRecord           // the most recent maxLogonRecords
 
 	passwords passwords       // per login, of its first accepted logon
 	refusals  ratelog.Limiter // refused logons are logged at most once a second
@@ -454,6 +457,15 @@ func (f *Front) logon(msg *quickfix.Message, id quickfix.SessionID) quickfix.Mes
 	if old != nil {
 		old.shutdown()
 	}
+	if f.opts.Strict {
+		b := f.restingOf(user)
+		b.mu.Lock()
+		has := len(b.orders) > 0
+		b.mu.Unlock()
+		if has {
+			go s.watchResting() // the account's resting orders are watched by its session
+		}
+	}
 	return nil
 }
 
@@ -518,7 +530,11 @@ func (f *Front) FromApp(msg *quickfix.Message, id quickfix.SessionID) quickfix.M
 	m := quickfix.NewMessage()
 	msg.CopyInto(m)
 	switch mt {
-	case fixwire.MsgNewOrderSingle, fixwire.MsgOrderCancelReplace:
+	case fixwire.MsgNewOrderSingle, fixwire.MsgOrderCancelReplace, fixwire.MsgOrderCancelRequest:
+		if mt == fixwire.MsgOrderCancelRequest && !f.opts.Strict {
+			f.log.Warn().Str("login", s.login).Str("msg_type", mt).Msg("fix: unsupported message type")
+			return quickfix.UnsupportedMessageType()
+		}
 		if f.opts.OnOrder != nil {
 			clOrdID, _ := m.Body.GetString(fixwire.TagClOrdID)
 			f.opts.OnOrder(s.login, clOrdID)

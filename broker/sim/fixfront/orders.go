@@ -153,6 +153,21 @@ func (s *fsession) process(mt string, m *quickfix.Message, clOrdID string, e *or
 		e.reply = s.reject(mt, m, clOrdID, fixwire.RejOther, err)
 		return
 	}
+	if s.f.opts.Strict {
+		// A standard venue: resting stop and limit orders, replaced and cancelled by
+		// their ClOrdIDs (resting.go).
+		switch t := mustString(m, fixwire.TagOrdType); {
+		case mt == fixwire.MsgOrderCancelRequest:
+			e.reply = s.cancelResting(m, clOrdID, ord)
+			return
+		case mt == fixwire.MsgOrderCancelReplace:
+			e.reply = s.replaceResting(m, clOrdID, ord)
+			return
+		case t == fixwire.OrdTypeStop || t == fixwire.OrdTypeLimit:
+			e.reply = s.newResting(m, clOrdID, ord)
+			return
+		}
+	}
 	ticket, _ := strconv.ParseInt(mustString(m, fixwire.TagPosMaintRptID), 10, 64)
 	symID, _ := m.Body.GetString(fixwire.TagSymbol)
 
@@ -261,9 +276,12 @@ func (s *fsession) fill(mt string, m *quickfix.Message, clOrdID string, sp broke
 }
 
 // reject sends and returns the reject of an order: an ExecutionReport for a new order,
-// an OrderCancelReject for a replace.
+// an OrderCancelReject for a replace or a cancel.
 func (s *fsession) reject(mt string, m *quickfix.Message, clOrdID, reason string, err error) *quickfix.Message {
 	var r *quickfix.Message
+	if mt == fixwire.MsgOrderCancelRequest {
+		return s.cancelReject(mt, m, clOrdID, fixwire.CxlRejOther, err)
+	}
 	if mt == fixwire.MsgOrderCancelReplace {
 		r = newMsg(fixwire.MsgOrderCancelReject)
 		r.Body.SetString(fixwire.TagOrderID, "NONE")
