@@ -158,6 +158,11 @@ func TestFIX44PositionBook(t *testing.T) {
 	// Another node takes the account over (the first one's session ends): it reads the
 	// same book.
 	must(ns.Close())
+	// The second node reaches the venue through a front of its own. quickfixgo registers
+	// sessions process-wide, so the first front must have let go of the account's session
+	// before the second accepts it: its Close waits for that (the client's Close does not
+	// wait for the venue to see the logout).
+	must(e.front.Close())
 	e2 := newEnvFor(t, s, envOptions{front: fixfront.Options{Strict: true}, client: cfg})
 	ts := connect(t, e2, "netted")
 	_, err = ts.ClosePosition(ctx, broker.CloseRequest{Order: order(), Ticket: res.Ticket, Volume: sym.MinLot})
