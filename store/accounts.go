@@ -59,8 +59,12 @@ type FIXSession struct {
 	// Dialect is the venue's FIX dialect ("ctrader", "fix44"); empty: the node's default.
 	Dialect string `json:"dialect,omitempty"`
 	// Symbols is the account's own symbol list for a dialect without SecurityList (fix44);
-	// empty: the node's (fix.CheckSymbols has the rules).
+	// empty: its platform's (PlatformSymbols), else the node's (fix.CheckSymbols has the
+	// rules).
 	Symbols []FIXSymbol `json:"symbols,omitempty"`
+	// PositionMode is the account's position mode where the dialect cannot ask the venue
+	// (fix44): "netting" or "hedging"; empty: the node's.
+	PositionMode string `json:"position_mode,omitempty"`
 }
 
 // FIXSymbol is one symbol of an account's list, stored under the names of broker/fix's

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/fix"
 	"github.com/snapcopier/copier/broker/fix/fixwire"
 	"github.com/snapcopier/copier/reconcile"
@@ -130,10 +131,20 @@ func checkFIX(fe *fieldErrs, f *store.FIXSession) {
 			fe.add(v.field, "must not contain spaces or '='")
 		}
 	}
-	if d, err := fixwire.ParseDialect(f.Dialect); err != nil {
+	d, err := fixwire.ParseDialect(f.Dialect)
+	if err != nil {
 		fe.add("fix.dialect", fmt.Sprintf("must be empty (the node's default) or one of %s", dialectNames()))
 	} else {
 		f.Dialect = string(d)
+	}
+	// The position mode: hedging cannot be served where a close is an opposite order
+	// (fix44), refused now rather than at the account's first connect. With the dialect
+	// left to the node's default, Connect refuses it if the node's is fix44.
+	f.PositionMode = strings.TrimSpace(f.PositionMode)
+	if mode, err := fix.ParsePositionMode(f.PositionMode); err != nil {
+		fe.add("fix.position_mode", "must be empty (the node's default), netting or hedging")
+	} else if mode == broker.Hedging && d != "" && !d.Features().PositionIDs {
+		fe.add("fix.position_mode", fmt.Sprintf("hedging cannot be served by the %s dialect: a close is an opposite order, which nets (use netting, or a dialect with position ids)", d))
 	}
 	// The same rules as the node's list, so a list the console takes is one Connect takes.
 	if len(f.Symbols) > maxFIXSymbols {
