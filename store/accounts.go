@@ -44,6 +44,8 @@ type Account struct {
 	// (reconcile/protect.CloseOnly); it applies to every link of the follower.
 	CloseOnly string
 	// FIX is the account's FIX session settings (column fix_session); zero when it has none.
+	// As LoadFollowers and LoadFollowerConfig read it, FIX.Symbols is the list the account
+	// trades by: its own, else its platform's (PlatformSymbols), else none (the node's).
 	FIX FIXSession
 }
 
@@ -129,6 +131,13 @@ func LoadFollowerConfig(ctx context.Context, pool *pgxpool.Pool, followerID int6
 		}
 		masters, err := pgx.CollectRows(rows, scanAccount)
 		if err != nil {
+			return err
+		}
+		accounts := []*Account{&cfg.Account}
+		for i := range masters {
+			accounts = append(accounts, &masters[i])
+		}
+		if err := fillPlatformSymbols(ctx, tx, accounts); err != nil {
 			return err
 		}
 		cfg.Masters = make(map[int64]Account, len(masters))

@@ -514,7 +514,7 @@ func accountFromForm(r *http.Request, fe *fieldErrs, create bool) *accountInput 
 			SenderSubID: r.PostFormValue("fix_sender_sub_id"), TargetCompID: r.PostFormValue("fix_target_comp_id"),
 			TargetSubID: r.PostFormValue("fix_target_sub_id"), Username: r.PostFormValue("fix_username"),
 			Dialect: r.PostFormValue("fix_dialect"), PositionMode: r.PostFormValue("fix_position_mode"),
-			Symbols: parseSymbolLines(fe, r.PostFormValue("fix_symbols"))}}
+			Symbols: parseSymbolLines(fe, "fix.symbols", r.PostFormValue("fix_symbols"))}}
 	on := formChecked(r, "enabled")
 	in.Enabled = &on
 	if create {
