@@ -48,6 +48,16 @@ func SetPlatformSymbols(ctx context.Context, pool *pgxpool.Pool, platform string
 	return nil
 }
 
+// PlatformSymbolCount returns how many symbols a platform's list has (0: none).
+func PlatformSymbolCount(ctx context.Context, pool *pgxpool.Pool, platform string) (int, error) {
+	var n int
+	err := pool.QueryRow(ctx, `SELECT coalesce((SELECT jsonb_array_length(symbols) FROM platform_fix_symbols WHERE platform = $1), 0)`, platform).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: symbols of platform %s: %w", platform, err)
+	}
+	return n, nil
+}
+
 // PlatformSymbolCounts returns how many symbols each platform's list has, for the
 // platforms that have one.
 func PlatformSymbolCounts(ctx context.Context, pool *pgxpool.Pool) (map[string]int, error) {

@@ -48,6 +48,11 @@ func TestPlatformSymbols(t *testing.T) {
 	if n, err := store.PlatformSymbolCounts(ctx, db.Pool); err != nil || !reflect.DeepEqual(n, map[string]int{"fixv": 2}) {
 		t.Fatalf("counts %v (%v)", n, err)
 	}
+	for p, want := range map[string]int{"fixv": 2, "other": 0} {
+		if n, err := store.PlatformSymbolCount(ctx, db.Pool, p); err != nil || n != want {
+			t.Fatalf("count of %s: %d (%v), want %d", p, n, err, want)
+		}
+	}
 
 	// want: the list each account trades by (1: its own; 2 and its master 9: the platform's;
 	// 3: none, the node's).

@@ -226,6 +226,9 @@ type accountDetail struct {
 	// Protection is the follower's stop-out limits and state (followers only).
 	Protection *protectionJSON
 	LimitsJSON string // the follower's own limits, for the form
+	// PlatformSymbols is the size of the platform's FIX symbol list, read when the account
+	// has none of its own (it trades by the platform's then).
+	PlatformSymbols int
 }
 
 // linkRowView is a link on a page.
@@ -244,6 +247,11 @@ func (s *Server) loadAccount(ctx context.Context, id int64, withPositions bool) 
 		return accountDetail{}, err
 	}
 	d := accountDetail{Row: s.rowViews([]store.AccountRow{a})[0]}
+	if len(a.FIX.Symbols) == 0 {
+		if d.PlatformSymbols, err = store.PlatformSymbolCount(ctx, s.opts.Pool, a.Platform); err != nil {
+			return accountDetail{}, err
+		}
+	}
 	if s.opts.Node != nil {
 		d.NodeID = s.node.current().Config().NodeID
 	}

@@ -158,6 +158,10 @@ func TestPlatformSymbolsForm(t *testing.T) {
 	if page := b.get("/platforms").body; !strings.Contains(page, `<td class="num">2</td>`) {
 		t.Fatal("the platforms page does not count the list")
 	}
+	// The account page of an account without a list of its own names the platform's.
+	if page := html.UnescapeString(b.get("/accounts/6").body); !strings.Contains(page, `the platform's list: <a href="/platforms/fixv/fix-symbols">2 symbol(s)</a>`) {
+		t.Fatal("the account page does not point at the platform's list")
+	}
 	if r := b.post(path, url.Values{"csrf": {csrf}, "fix_symbols": {"\n"}}); r.status != http.StatusSeeOther {
 		t.Fatalf("remove: %d", r.status)
 	}
