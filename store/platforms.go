@@ -13,9 +13,12 @@ import (
 // account of the platform without one of its own, for a venue without SecurityList (the
 // fix44 dialect). The precedence is the account's list, then its platform's, then the
 // node's (?symbols=FILE): LoadFollowers and LoadFollowerConfig put the platform's list in
-// Account.FIX.Symbols of each account (followers and their masters) that has none, so a
-// change of the platform's list reaches an account when its configuration is next loaded
-// (its owner claims it, or reloads it after a change of the account or its links).
+// Account.FIX.Symbols of each account (followers and their masters) that has none, and the
+// node connects the account's session with it. A change of the platform's list reaches an
+// account when its session is next made — when a node claims the account (a takeover, a
+// restart, the follower disabled until free and enabled again) or a master feed connects
+// anew — like a change of the account's own FIX settings: a reload of a running account's
+// configuration does not reconnect its session. It moves no config_version.
 
 // PlatformSymbols returns a platform's FIX symbol list; nil when it has none.
 func PlatformSymbols(ctx context.Context, pool *pgxpool.Pool, platform string) ([]FIXSymbol, error) {

@@ -24,7 +24,7 @@ import (
 // then the node's. Each list calls the venue's symbol 1 by a name of its own, so the names
 // a session reports say whose list it has, and an order by the platform's name can only
 // reach symbol 1 through the platform's list. A change of the platform's list reaches the
-// account at its next load.
+// account when its session is next made.
 func TestFIXSymbolListPrecedence(t *testing.T) {
 	db := storetest.NewDB(t)
 	ctx := t.Context()
@@ -127,7 +127,7 @@ func TestFIXSymbolListPrecedence(t *testing.T) {
 		t.Fatalf("order log %+v (%v): want one executed %s order of plat", log, err, node[0].Name)
 	}
 
-	// The platform's list changes: the next load of account 2 trades by the new one; the
+	// The platform's list changes: account 2's next session trades by the new one; the
 	// others keep theirs. Removed, account 2 falls back to the node's.
 	if err := store.SetPlatformSymbols(ctx, db.Pool, "fixv", renamed("PLAT2-")); err != nil {
 		t.Fatal(err)

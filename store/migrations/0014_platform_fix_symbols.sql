@@ -2,7 +2,8 @@
 -- dialect): the list of every account of the platform (trading_accounts.platform) that has
 -- none of its own (fix_session's "symbols"); an account of a platform without a row uses
 -- the node's (?symbols=FILE). The node reads it with the account's configuration (store.
--- LoadFollowers), so a change reaches an account when its configuration is next loaded.
+-- LoadFollowers) and hands it to the session it connects, so a change reaches an account
+-- when its session is next made (a node claims the account).
 -- The entries have the types of an account's list (0012): string "name"/"id", numbers for
 -- the rest, "digits" an integer; anything else would fail every load of the platform's
 -- accounts, so it is refused when written. The trading rules are the console's

@@ -14,7 +14,8 @@ import (
 // without one of their own, for a venue without SecurityList (the fix44 dialect). Edited
 // like an account's list — the same text format in the form, the same JSON entries and the
 // same checks (fix.CheckSymbols) in the API — and read by a node with each account's
-// configuration, so a change reaches an account when its configuration is next loaded.
+// configuration when it connects the account's session, so a change reaches an account
+// when its session is next made (store/platforms.go says when).
 
 // platformSymbolsJSON is GET and PUT /api/platforms/{platform}/fix-symbols.
 type platformSymbolsJSON struct {
