@@ -268,7 +268,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		// The path may exist with other methods: say which.
 		var allow []string
-		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch} {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch} {
 			probe := r.Clone(r.Context())
 			probe.Method = m
 			if _, pattern := mux.Handler(probe); pattern != "/api/" {

@@ -32,6 +32,9 @@ func TestPlatformSymbolsAPI(t *testing.T) {
 	if r := e.do("PUT", path, rawBody(`{"symbols":[]}`), noAuth); r.status != http.StatusUnauthorized {
 		t.Fatalf("unauthenticated PUT: %d", r.status)
 	}
+	if r := e.do("DELETE", path, nil, bearer); r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != "GET, PUT" {
+		t.Fatalf("DELETE: %d, Allow %q; want 405 naming GET and PUT", r.status, r.header.Get("Allow"))
+	}
 	v := e.account(7).ConfigVersion
 	list := `[{"name":"EURUSD","id":"1","contract_size":100000,"digits":5,"min_lot":0.01,"lot_step":0.01,"max_lot":100},{"name":"XAUUSD","id":"GOLD","contract_size":100,"digits":2,"min_lot":0.1,"lot_step":0.1,"max_lot":0}]`
 	r := e.do("PUT", path, rawBody(`{"symbols":`+list+`}`), bearer)
