@@ -420,7 +420,7 @@ func (n *Node) Halt() {
 // FIXSession is an account's stored FIX session settings as broker.Credentials carries them.
 func FIXSession(f store.FIXSession) broker.FIXSession {
 	out := broker.FIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID, TargetCompID: f.TargetCompID,
-		TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect}
+		TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect, PositionMode: f.PositionMode}
 	for _, s := range f.Symbols {
 		out.Symbols = append(out.Symbols, s.Symbol())
 	}

@@ -82,12 +82,16 @@ type FIXSession struct {
 	// Symbols is the account's own symbol list for a dialect without SecurityList (fix44);
 	// empty: the node's. broker/fix checks it (fix.CheckSymbols).
 	Symbols []FIXSymbol
+	// PositionMode is the account's position mode where the dialect cannot ask the venue
+	// (fix44): "netting" or "hedging"; empty: the node's. broker/fix refuses hedging with
+	// fix44 (fix.ParsePositionMode reads it).
+	PositionMode string
 }
 
 // IsZero reports whether the account has no FIX session setting at all.
 func (f FIXSession) IsZero() bool {
 	return f.SenderCompID == "" && f.SenderSubID == "" && f.TargetCompID == "" && f.TargetSubID == "" &&
-		f.Username == "" && f.Dialect == "" && len(f.Symbols) == 0
+		f.Username == "" && f.Dialect == "" && len(f.Symbols) == 0 && f.PositionMode == ""
 }
 
 // FIXSymbol is one symbol of a configured list (a venue without SecurityList): its spec

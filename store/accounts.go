@@ -44,6 +44,8 @@ type Account struct {
 	// (reconcile/protect.CloseOnly); it applies to every link of the follower.
 	CloseOnly string
 	// FIX is the account's FIX session settings (column fix_session); zero when it has none.
+	// As LoadFollowers and LoadFollowerConfig read it, FIX.Symbols is the list the account
+	// trades by: its own, else its platform's (PlatformSymbols), else none (the node's).
 	FIX FIXSession
 }
 
@@ -59,8 +61,12 @@ type FIXSession struct {
 	// Dialect is the venue's FIX dialect ("ctrader", "fix44"); empty: the node's default.
 	Dialect string `json:"dialect,omitempty"`
 	// Symbols is the account's own symbol list for a dialect without SecurityList (fix44);
-	// empty: the node's (fix.CheckSymbols has the rules).
+	// empty: its platform's (PlatformSymbols), else the node's (fix.CheckSymbols has the
+	// rules).
 	Symbols []FIXSymbol `json:"symbols,omitempty"`
+	// PositionMode is the account's position mode where the dialect cannot ask the venue
+	// (fix44): "netting" or "hedging"; empty: the node's.
+	PositionMode string `json:"position_mode,omitempty"`
 }
 
 // FIXSymbol is one symbol of an account's list, stored under the names of broker/fix's
@@ -125,6 +131,13 @@ func LoadFollowerConfig(ctx context.Context, pool *pgxpool.Pool, followerID int6
 		}
 		masters, err := pgx.CollectRows(rows, scanAccount)
 		if err != nil {
+			return err
+		}
+		accounts := []*Account{&cfg.Account}
+		for i := range masters {
+			accounts = append(accounts, &masters[i])
+		}
+		if err := fillPlatformSymbols(ctx, tx, accounts); err != nil {
 			return err
 		}
 		cfg.Masters = make(map[int64]Account, len(masters))

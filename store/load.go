@@ -72,6 +72,16 @@ func LoadFollowers(ctx context.Context, pool *pgxpool.Pool, reqs []LoadRequest) 
 		if err != nil {
 			return err
 		}
+		accounts := make([]*Account, 0, len(byID)+len(masters))
+		for _, f := range byID {
+			accounts = append(accounts, &f.Config.Account)
+		}
+		for i := range masters {
+			accounts = append(accounts, &masters[i])
+		}
+		if err := fillPlatformSymbols(ctx, tx, accounts); err != nil {
+			return err
+		}
 		byMaster := make(map[int64]Account, len(masters))
 		for _, m := range masters {
 			byMaster[m.ID] = m

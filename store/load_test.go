@@ -96,7 +96,7 @@ func TestFIXSessionSettings(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := ctxT(t)
-	fix := store.FIXSession{SenderCompID: "demo.broker.42", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "42", Dialect: "fix44",
+	fix := store.FIXSession{SenderCompID: "demo.broker.42", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "42", Dialect: "fix44", PositionMode: "netting",
 		Symbols: []store.FIXSymbol{{Name: "EURUSD", ID: "1", ContractSize: 100000, Digits: 5, MinLot: 0.01, LotStep: 0.01, MaxLot: 50}, {Name: "XAUUSD", ContractSize: 100, Digits: 2, MinLot: 0.1, LotStep: 0.1}}}
 	if err := store.CreateAccount(ctx, db.Pool, store.Account{ID: 42, Platform: "fix", Role: store.RoleFollower, Enabled: true, Login: "42", FIX: fix}); err != nil {
 		t.Fatal(err)

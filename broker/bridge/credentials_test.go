@@ -22,7 +22,7 @@ func (b credsBroker) Connect(ctx context.Context, c broker.Credentials) (broker.
 
 // The credentials reach the server's broker whole: an account's FIX session settings
 // travel with its login, server and password (a bridge in front of a FIX broker), its
-// dialect and symbol list included, and an account without them arrives without them.
+// dialect, symbol list and position mode included, and an account without them arrives without them.
 func TestConnectCarriesCredentials(t *testing.T) {
 	s := newSim()
 	cb := credsBroker{Broker: s, seen: make(chan broker.Credentials, 1)}
@@ -32,7 +32,8 @@ func TestConnectCarriesCredentials(t *testing.T) {
 		{Login: "cr-1", Server: "venue", Password: "pw",
 			FIX: broker.FIXSession{SenderCompID: "demo.venue.1", SenderSubID: "desk", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "1"}},
 		{Login: "cr-2", Server: "venue", Password: "pw", FIX: broker.FIXSession{Username: "only-the-user"}},
-		{Login: "cr-4", Server: "venue", Password: "pw", FIX: broker.FIXSession{Dialect: "fix44", Symbols: []broker.FIXSymbol{
+		{Login: "cr-5", Server: "venue", Password: "pw", FIX: broker.FIXSession{PositionMode: "hedging"}},
+		{Login: "cr-4", Server: "venue", Password: "pw", FIX: broker.FIXSession{Dialect: "fix44", PositionMode: "netting", Symbols: []broker.FIXSymbol{
 			{ID: "1", SymbolSpec: broker.SymbolSpec{Name: "EURUSD", ContractSize: 100000, Digits: 5, MinLot: 0.01, LotStep: 0.01, MaxLot: 50}},
 			{SymbolSpec: broker.SymbolSpec{Name: "XAUUSD", ContractSize: 100, Digits: 2, MinLot: 0.1, LotStep: 0.1}}}}},
 		{Login: "cr-3", Server: "sim", Password: "pw"},

@@ -32,6 +32,8 @@ type wireFIXSession struct {
 	Username     string          `json:"username,omitempty"`
 	Dialect      string          `json:"dialect,omitempty"`
 	Symbols      []wireFIXSymbol `json:"symbols,omitempty"`
+	// PositionMode is "netting" or "hedging" (a setting's text, like the dialect).
+	PositionMode string `json:"position_mode,omitempty"`
 }
 
 // wireFIXSymbol is broker.FIXSymbol on the wire: an entry of a configured symbol list
@@ -42,7 +44,8 @@ func toWireCredentials(c broker.Credentials) wireCredentials {
 	w := wireCredentials{Login: c.Login, Server: c.Server, Password: c.Password}
 	if f := c.FIX; !f.IsZero() {
 		w.FIX = &wireFIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID,
-			TargetCompID: f.TargetCompID, TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect}
+			TargetCompID: f.TargetCompID, TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect,
+			PositionMode: f.PositionMode}
 		for _, s := range f.Symbols {
 			w.FIX.Symbols = append(w.FIX.Symbols, s.Entry())
 		}
@@ -54,7 +57,8 @@ func (w wireCredentials) credentials() broker.Credentials {
 	c := broker.Credentials{Login: w.Login, Server: w.Server, Password: w.Password}
 	if f := w.FIX; f != nil {
 		c.FIX = broker.FIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID,
-			TargetCompID: f.TargetCompID, TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect}
+			TargetCompID: f.TargetCompID, TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect,
+			PositionMode: f.PositionMode}
 		for _, s := range f.Symbols {
 			c.FIX.Symbols = append(c.FIX.Symbols, s.Symbol())
 		}

@@ -95,9 +95,24 @@ type Config struct {
 	// node passes the store's).
 	Book Book
 	// PositionMode is the venue accounts' position mode where the dialect cannot ask
-	// (fix44); zero is netting. A hedging one is refused with fix44: a close there is an
+	// (fix44), for the accounts that name none (Credentials.FIX.PositionMode, which comes
+	// first); zero is netting. A hedging one is refused with fix44: a close there is an
 	// opposite order, which nets.
 	PositionMode broker.AccountMode
+}
+
+// ParsePositionMode reads a position mode setting: "netting" or "hedging"; "" is zero (the
+// node's, or netting).
+func ParsePositionMode(s string) (broker.AccountMode, error) {
+	switch s {
+	case "":
+		return 0, nil
+	case "netting":
+		return broker.Netting, nil
+	case "hedging":
+		return broker.Hedging, nil
+	}
+	return 0, fmt.Errorf("position mode %q: want netting or hedging", s)
 }
 
 // checkPositionMode refuses a position mode the dialect cannot serve.

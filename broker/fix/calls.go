@@ -247,14 +247,10 @@ func (s *session) Account(ctx context.Context) (broker.AccountInfo, error) {
 }
 
 // unknownEquity is the account as far as a venue without CollateralInquiry lets it be
-// known: its login and the configured position mode (netting: the only one a dialect
-// without position ids serves).
+// known: its login and the configured position mode (the account's, else the node's, else
+// netting: the only one a dialect without position ids serves).
 func (s *session) unknownEquity() broker.AccountInfo {
-	mode := s.b.cfg.PositionMode
-	if mode == 0 {
-		mode = broker.Netting
-	}
-	return broker.AccountInfo{Login: s.creds.Login, Mode: mode, EquityUnknown: true}
+	return broker.AccountInfo{Login: s.creds.Login, Mode: s.posMode, EquityUnknown: true}
 }
 
 // collateral asks the venue for the account: CollateralInquiry (BB).
@@ -277,6 +273,11 @@ func (s *session) collateral(ctx context.Context) (broker.AccountInfo, error) {
 		}
 		if info.Login == "" {
 			info.Login = s.creds.Login
+		}
+		if info.Mode == 0 && !s.feat.PositionIDs {
+			// A standard CollateralReport has no position mode (ours is the custom 9073):
+			// the configured one, which is what a dialect without position ids serves.
+			info.Mode = s.posMode
 		}
 		return true, nil
 	})

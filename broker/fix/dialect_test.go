@@ -1,6 +1,7 @@
 package fix_test
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,9 +111,31 @@ func TestDialectConfiguration(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "hedging") {
 		t.Errorf("account in fix44 on a hedging node: %v", err)
 	}
+	// The account's own position mode comes first: hedging in fix44 is refused on a netting
+	// node, before anything is sent, and so is a mode that is not one.
+	for _, c := range []struct {
+		fix  broker.FIXSession
+		want string
+	}{
+		{broker.FIXSession{Dialect: "fix44", PositionMode: "hedging", Symbols: simSymbols(t, e.sim)}, "hedging account cannot be served"},
+		{broker.FIXSession{PositionMode: "hedge"}, "account FIX setting position_mode"},
+	} {
+		_, err := e.broker.Connect(t.Context(), broker.Credentials{Login: "d", Password: "pw", FIX: c.fix})
+		wantClass(t, err, broker.ErrPermanent)
+		var be *broker.TradeError
+		if !errors.As(err, &be) || be.Code != broker.CodeInvalidRequest || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("account %+v: %v, want CodeInvalidRequest naming %q", c.fix, err, c.want)
+		}
+	}
 	if n := len(e.front.Logons()); n != 0 {
 		t.Fatalf("%d logons for refused configurations, want none", n)
 	}
+	// A netting account in fix44 on a node that says hedging: the account's setting wins.
+	netting, err := h.Connect(t.Context(), broker.Credentials{Login: "d", Password: "pw", FIX: broker.FIXSession{Dialect: "fix44", PositionMode: "netting"}})
+	if err != nil {
+		t.Fatalf("a netting fix44 account on a hedging node: %v", err)
+	}
+	_ = netting.Close()
 
 	// A node whose default is fix44 still speaks ctrader to an account that says so: its
 	// symbols come from the venue's SecurityList, not the node's list.
@@ -222,5 +245,22 @@ func TestFIX44AccountWithoutCollateralInquiry(t *testing.T) {
 	defer mu.Unlock()
 	if inquiries != 1 {
 		t.Fatalf("%d CollateralInquiries sent, want 1 (the refusal is remembered)", inquiries)
+	}
+}
+
+// TestFIX44AccountFromAStandardCollateralReport: a standard venue that answers
+// CollateralInquiry says the equity (TotalNetValue) but not the position mode (no standard
+// field): the account's configured mode stands in, never 0 (which the planner would skip
+// every copy for).
+func TestFIX44AccountFromAStandardCollateralReport(t *testing.T) {
+	s := sim.New(sim.Config{Seed: 1, AutoProvision: true, DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 5e4, Leverage: 100, Mode: broker.Netting}})
+	e := newEnvFor(t, s, envOptions{front: fixfront.Options{Strict: true, StandardCollateral: true},
+		client: fix.Config{Dialect: fixwire.DialectFIX44, Symbols: simSymbols(t, s)}})
+	info, err := connect(t, e, "stdcoll").Account(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode != broker.Netting || info.EquityUnknown || info.Equity != 5e4 || info.Currency != "USD" || info.Login != "stdcoll" {
+		t.Fatalf("account %+v, want netting (configured), equity 50000 USD known", info)
 	}
 }

@@ -35,9 +35,13 @@ type session struct {
 	// noCollateral: the venue refused CollateralInquiry as unsupported (a dialect where it
 	// is optional); Account no longer asks it.
 	noCollateral atomic.Bool
-	id           quickfix.SessionID
-	set          *quickfix.Settings
-	log          zerolog.Logger
+	// posMode is the account's position mode (Credentials.FIX.PositionMode), else the
+	// node's (Config.PositionMode), else netting: what the venue's accounts are where the
+	// dialect cannot ask (fix44).
+	posMode broker.AccountMode
+	id      quickfix.SessionID
+	set     *quickfix.Settings
+	log     zerolog.Logger
 
 	mu       sync.Mutex
 	loggedOn bool
@@ -92,7 +96,7 @@ func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 	if err := checkLogon(creds); err != nil {
 		return nil, err
 	}
-	dialect, err := accountDialect(creds, cfg)
+	dialect, posMode, err := accountDialect(creds, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +146,7 @@ func newSession(b *Broker, creds broker.Credentials) (*session, error) {
 		return nil, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: session settings: %v", err)
 	}
 	s := &session{
-		b: b, creds: creds, id: id, set: set, dialect: dialect, feat: dialect.Features(), symList: symbols,
+		b: b, creds: creds, id: id, set: set, dialect: dialect, feat: dialect.Features(), symList: symbols, posMode: posMode,
 		log:     cfg.Log.With().Str("login", creds.Login).Logger(),
 		up:      make(chan struct{}),
 		down:    make(chan struct{}),
@@ -787,7 +791,7 @@ type headerIDs struct {
 func accountIDs(c broker.Credentials, cfg Config) (headerIDs, error) {
 	ids := headerIDs{SenderCompID: cfg.SenderCompID, SenderSubID: cfg.SenderSubID, TargetCompID: cfg.TargetCompID, TargetSubID: cfg.TargetSubID}
 	f := c.FIX
-	f.Dialect, f.Symbols = "", nil // no header ids: an account with only these still reads the server field
+	f.Dialect, f.Symbols, f.PositionMode = "", nil, "" // no header ids: an account with only these still reads the server field
 	if !f.IsZero() {
 		for _, v := range []struct{ name, value string }{{"SenderCompID", f.SenderCompID}, {"SenderSubID", f.SenderSubID},
 			{"TargetCompID", f.TargetCompID}, {"TargetSubID", f.TargetSubID}, {"Username", f.Username}} {
@@ -824,23 +828,35 @@ func accountIDs(c broker.Credentials, cfg Config) (headerIDs, error) {
 	return ids, nil
 }
 
-// accountDialect returns the account's dialect, else the node's, and refuses, before
-// anything is sent, a dialect that cannot work as configured: an unknown name, or a dialect
-// without SecurityList and no configured symbol list (the account's or the node's).
-func accountDialect(c broker.Credentials, cfg Config) (fixwire.Dialect, error) {
+// accountDialect returns the account's dialect, else the node's, and its position mode,
+// the account's, else the node's (zero: netting), and refuses, before anything is sent, a
+// configuration that cannot work: an unknown dialect or position mode, a dialect without
+// SecurityList and no configured symbol list (the account's or the node's), or a hedging
+// account in a dialect that closes by opposite orders (fix44).
+func accountDialect(c broker.Credentials, cfg Config) (fixwire.Dialect, broker.AccountMode, error) {
 	d, err := fixwire.ParseDialect(c.FIX.Dialect)
 	if err != nil {
-		return "", broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: account setting: %v", err)
+		return "", 0, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: account setting: %v", err)
 	}
 	d = d.Or(cfg.Dialect).Or(fixwire.DefaultDialect)
 	if !d.Features().SecurityList && len(c.FIX.Symbols) == 0 && len(cfg.Symbols) == 0 {
-		return "", broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
-			"fix: the %s dialect has no SecurityList: configure the venue's symbols (the account's FIX symbol list, or the node's: fix.Config.Symbols, --broker 'fix://…?symbols=FILE')", d)
+		return "", 0, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest,
+			"fix: the %s dialect has no SecurityList: configure the venue's symbols (the account's FIX symbol list, its platform's, or the node's: fix.Config.Symbols, --broker 'fix://…?symbols=FILE')", d)
 	}
-	if err := checkPositionMode(d, cfg.PositionMode); err != nil {
-		return "", broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "%v", err)
+	mode, err := ParsePositionMode(c.FIX.PositionMode)
+	if err != nil {
+		return "", 0, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "fix: account FIX setting position_mode: %v", err)
 	}
-	return d, nil
+	if mode == 0 {
+		mode = cfg.PositionMode
+	}
+	if err := checkPositionMode(d, mode); err != nil {
+		return "", 0, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "%v", err)
+	}
+	if mode == 0 {
+		mode = broker.Netting
+	}
+	return d, mode, nil
 }
 
 // logonUser returns the Logon's user name (553): the account's FIX setting, else its login.

@@ -50,7 +50,8 @@ one ('copierd sim --token');
 account's trades made outside the session; ?dialect=fix44 speaks standard FIX 4.4 only to
 accounts that name no dialect (default ctrader), with the venue's symbols from
 ?symbols=FILE (a JSON array of {"name", "id", "contract_size", "digits", "min_lot",
-"lot_step", "max_lot"}); ?position-mode=netting|hedging is the venue accounts' mode
+"lot_step", "max_lot"}) for accounts without their own list or their platform's;
+?position-mode=netting|hedging is the mode of the venue accounts that name none
 (default netting; fix44 serves netting only); see broker/fix/FIX.md).
 
 Configuration errors are reported before anything is touched (exit 2). A database or
@@ -474,12 +475,7 @@ func parseBrokerSpec(s string) (brokerSpec, error) {
 				}
 				spec.dialect = d
 			case "position-mode":
-				switch v[0] {
-				case "netting":
-					spec.positionMode = broker.Netting
-				case "hedging":
-					spec.positionMode = broker.Hedging
-				default:
+				if spec.positionMode, err = fix.ParsePositionMode(v[0]); err != nil || v[0] == "" {
 					return brokerSpec{}, bad("position-mode must be netting or hedging")
 				}
 			case "symbols":

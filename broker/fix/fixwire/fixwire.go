@@ -160,6 +160,7 @@ const (
 	TagRoundLot           = tag.RoundLot
 	TagCollInquiryID      = tag.CollInquiryID
 	TagCollRptID          = tag.CollRptID
+	TagCollStatus         = tag.CollStatus
 	TagAccount            = tag.Account
 	TagCurrency           = tag.Currency
 	TagTotalNetValue      = tag.TotalNetValue

@@ -73,6 +73,11 @@ type Options struct {
 	// net position are accepted, replaced (G) and cancelled (F) as its SL and TP
 	// (resting.go).
 	Strict bool
+	// StandardCollateral makes a strict front answer CollateralInquiry instead of refusing
+	// it, with a standard CollateralReport only (CollRptID, CollInquiryID, CollStatus,
+	// Account, Currency, TotalNetValue as the equity): no balance, leverage or position
+	// mode, which standard FIX 4.4 has no fields for. A venue that says the equity.
+	StandardCollateral bool
 
 	// Bounds on what clients may hold (0: the default). The demo and the FIX benchmarks
 	// log 1,000 sessions on from one host, hence the generous per-source default.
@@ -523,8 +528,12 @@ func (f *Front) FromApp(msg *quickfix.Message, id quickfix.SessionID) quickfix.M
 			return rej
 		}
 		switch mt {
-		case fixwire.MsgSecurityListRequest, fixwire.MsgRequestForPositions, fixwire.MsgCollateralInquiry:
+		case fixwire.MsgSecurityListRequest, fixwire.MsgRequestForPositions:
 			return quickfix.UnsupportedMessageType()
+		case fixwire.MsgCollateralInquiry:
+			if !f.opts.StandardCollateral {
+				return quickfix.UnsupportedMessageType()
+			}
 		}
 	}
 	m := quickfix.NewMessage()

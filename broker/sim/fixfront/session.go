@@ -157,7 +157,10 @@ func getFloat(fm quickfix.Body, t quickfix.Tag) float64 {
 	return v
 }
 
-// account answers a CollateralInquiry with a CollateralReport.
+// collStatusAssigned is CollStatus (910) 3, Assigned: the report is the account's.
+const collStatusAssigned = "3"
+
+// account answers a CollateralInquiry with a CollateralReport (strict: standard fields only).
 func (s *fsession) account(m *quickfix.Message) {
 	id, _ := m.Body.GetString(fixwire.TagCollInquiryID)
 	info, err := s.sess.Account(context.Background())
@@ -172,6 +175,11 @@ func (s *fsession) account(m *quickfix.Message) {
 	r.Body.SetString(fixwire.TagAccount, info.Login)
 	r.Body.SetString(fixwire.TagCurrency, info.Currency)
 	r.Body.SetString(fixwire.TagTotalNetValue, fixwire.FormatFloat(info.Equity))
+	if s.f.opts.Strict {
+		r.Body.SetString(fixwire.TagCollStatus, collStatusAssigned)
+		s.send(r)
+		return
+	}
 	r.Body.SetString(fixwire.TagBalance, fixwire.FormatFloat(info.Balance))
 	r.Body.SetInt(fixwire.TagLeverage, info.Leverage)
 	r.Body.SetInt(fixwire.TagAccountMode, int(info.Mode))

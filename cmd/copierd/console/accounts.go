@@ -226,6 +226,9 @@ type accountDetail struct {
 	// Protection is the follower's stop-out limits and state (followers only).
 	Protection *protectionJSON
 	LimitsJSON string // the follower's own limits, for the form
+	// PlatformSymbols is the size of the platform's FIX symbol list, read when the account
+	// has none of its own (it trades by the platform's then).
+	PlatformSymbols int
 }
 
 // linkRowView is a link on a page.
@@ -244,6 +247,11 @@ func (s *Server) loadAccount(ctx context.Context, id int64, withPositions bool) 
 		return accountDetail{}, err
 	}
 	d := accountDetail{Row: s.rowViews([]store.AccountRow{a})[0]}
+	if len(a.FIX.Symbols) == 0 {
+		if d.PlatformSymbols, err = store.PlatformSymbolCount(ctx, s.opts.Pool, a.Platform); err != nil {
+			return accountDetail{}, err
+		}
+	}
 	if s.opts.Node != nil {
 		d.NodeID = s.node.current().Config().NodeID
 	}
@@ -513,7 +521,8 @@ func accountFromForm(r *http.Request, fe *fieldErrs, create bool) *accountInput 
 		CloseOnly: formStr(r, "close_only"), FIX: &store.FIXSession{SenderCompID: r.PostFormValue("fix_sender_comp_id"),
 			SenderSubID: r.PostFormValue("fix_sender_sub_id"), TargetCompID: r.PostFormValue("fix_target_comp_id"),
 			TargetSubID: r.PostFormValue("fix_target_sub_id"), Username: r.PostFormValue("fix_username"),
-			Dialect: r.PostFormValue("fix_dialect"), Symbols: parseSymbolLines(fe, r.PostFormValue("fix_symbols"))}}
+			Dialect: r.PostFormValue("fix_dialect"), PositionMode: r.PostFormValue("fix_position_mode"),
+			Symbols: parseSymbolLines(fe, "fix.symbols", r.PostFormValue("fix_symbols"))}}
 	on := formChecked(r, "enabled")
 	in.Enabled = &on
 	if create {

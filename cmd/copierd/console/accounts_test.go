@@ -42,12 +42,13 @@ type fixJSON struct {
 	TargetSubID  string `json:"target_sub_id"`
 	Username     string `json:"username"`
 	Dialect      string `json:"dialect"`
+	PositionMode string `json:"position_mode"`
 }
 
 // stored is the settings of f as the store keeps them (no symbol list).
 func (f fixJSON) stored() store.FIXSession {
 	return store.FIXSession{SenderCompID: f.SenderCompID, SenderSubID: f.SenderSubID, TargetCompID: f.TargetCompID,
-		TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect}
+		TargetSubID: f.TargetSubID, Username: f.Username, Dialect: f.Dialect, PositionMode: f.PositionMode}
 }
 
 func TestAccountsAPI(t *testing.T) {
@@ -496,11 +497,18 @@ func TestFIXSessionForm(t *testing.T) {
 		}
 	}
 	form.Set("fix_symbols", "EURUSD 1 100000 5 0.01 0.01 100\n\nXAUUSD GOLD 100 2 0.1 0.1 0\n")
+	// A hedging account in fix44 is refused at configuration, next to the field.
+	form.Set("fix_position_mode", "hedging")
+	if r := b.post("/accounts/new", form); r.status != http.StatusUnprocessableEntity ||
+		!strings.Contains(r.body, "hedging cannot be served by the fix44 dialect") || !strings.Contains(r.body, `<option value="hedging" selected>`) {
+		t.Fatalf("hedging in fix44: %d, want the position mode's error and the choice kept", r.status)
+	}
+	form.Set("fix_position_mode", "netting")
 	if r := b.post("/accounts/new", form); r.status != http.StatusSeeOther {
 		t.Fatalf("form create: %d %s", r.status, r.body)
 	}
 	if page := b.get("/accounts/5").body; !strings.Contains(page, `id="fix-session"`) ||
-		!strings.Contains(page, "SenderCompID demo.broker.55 · TargetCompID cServer · TargetSubID TRADE · user 55 · dialect fix44") {
+		!strings.Contains(page, "SenderCompID demo.broker.55 · TargetCompID cServer · TargetSubID TRADE · user 55 · dialect fix44 · position mode netting") {
 		t.Fatal("the account page does not show the FIX settings")
 	}
 	const lines = "EURUSD 1 100000 5 0.01 0.01 100\nXAUUSD GOLD 100 2 0.1 0.1 0\n"
@@ -517,7 +525,7 @@ func TestFIXSessionForm(t *testing.T) {
 		t.Fatal("an account without FIX settings shows a FIX session")
 	}
 	edit := b.get("/accounts/5/edit").body
-	for _, v := range []string{`value="demo.broker.55"`, `value="cServer"`, `value="TRADE"`, `id="fix_username" name="fix_username" value="55"`, `<option value="fix44" selected>`, `>` + lines + `</textarea>`} {
+	for _, v := range []string{`value="demo.broker.55"`, `value="cServer"`, `value="TRADE"`, `id="fix_username" name="fix_username" value="55"`, `<option value="fix44" selected>`, `<option value="netting" selected>`, `>` + lines + `</textarea>`} {
 		if !strings.Contains(edit, v) {
 			t.Fatalf("edit page lacks %s", v)
 		}
@@ -528,7 +536,7 @@ func TestFIXSessionForm(t *testing.T) {
 	e.do("GET", "/api/accounts/5", nil, bearer).json(t, &struct {
 		Account any `json:"account"`
 	}{&a})
-	if a.FIX["sender_comp_id"] != "demo.broker.55" || a.FIX["target_comp_id"] != "cServer" {
+	if a.FIX["sender_comp_id"] != "demo.broker.55" || a.FIX["target_comp_id"] != "cServer" || a.FIX["position_mode"] != "netting" {
 		t.Fatalf("stored FIX settings %v", a.FIX)
 	}
 }
@@ -576,6 +584,9 @@ func TestFIXSessionAPI(t *testing.T) {
 		{"number id", `{"sender_comp_id":7}`, 400, "", `want a string`},
 		{"password inside", `{"password":"p"}`, 400, "", `unknown field "fix.password"`},
 		{"unknown dialect", `{"dialect":"fix42"}`, 422, "fix.dialect", "ctrader, fix44"},
+		{"unknown position mode", `{"position_mode":"hedge"}`, 422, "fix.position_mode", "netting or hedging"},
+		{"hedging in fix44", `{"dialect":"fix44","position_mode":"hedging"}`, 422, "fix.position_mode", "hedging cannot be served by the fix44 dialect"},
+		{"position mode not text", `{"position_mode":2}`, 400, "", "want a string"},
 		{"symbol without step", `{"dialect":"fix44","symbols":[{"name":"EURUSD","id":"1","contract_size":100000,"digits":5,"min_lot":0.01}]}`, 422, "fix.symbols", "configured symbol 1 (\"EURUSD\"): the lot minimum and step must be positive"},
 		{"symbol twice", `{"symbols":[{"name":"EURUSD","contract_size":1,"digits":5,"min_lot":1,"lot_step":1},{"name":"EURUSD","id":"2","contract_size":1,"digits":5,"min_lot":1,"lot_step":1}]}`, 422, "fix.symbols", "listed twice"},
 		{"symbol id with a space", `{"symbols":[{"name":"EURUSD","id":"EUR USD","contract_size":1,"digits":5,"min_lot":1,"lot_step":1}]}`, 422, "fix.symbols", "venue id"},
@@ -620,6 +631,9 @@ func TestFIXSessionAPI(t *testing.T) {
 		{"trimmed", `{"fix":{"sender_comp_id":"  demo.broker.7b ","target_comp_id":"cServer"}}`, fixJSON{SenderCompID: "demo.broker.7b", TargetCompID: "cServer"}, true},
 		{"user name only", `{"fix":{"username":"seven"}}`, fixJSON{Username: "seven"}, true},
 		{"dialect", `{"fix":{"username":"seven","dialect":" fix44 "}}`, fixJSON{Username: "seven", Dialect: "fix44"}, true},
+		{"netting in fix44", `{"fix":{"username":"seven","dialect":"fix44","position_mode":" netting "}}`, fixJSON{Username: "seven", Dialect: "fix44", PositionMode: "netting"}, true},
+		{"hedging in ctrader", `{"fix":{"username":"seven","dialect":"ctrader","position_mode":"hedging"}}`, fixJSON{Username: "seven", Dialect: "ctrader", PositionMode: "hedging"}, true},
+		{"hedging, the node's dialect", `{"fix":{"username":"seven","position_mode":"hedging"}}`, fixJSON{Username: "seven", PositionMode: "hedging"}, true},
 		{"removed", `{"fix":{}}`, fixJSON{}, true},
 	} {
 		r := e.do("PATCH", "/api/accounts/7", rawBody(c.body), bearer)

@@ -233,6 +233,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /links/{id}/edit", s.linkEditSubmit)
 	mux.HandleFunc("POST /links/{id}/enable", s.enableSubmit(linkSwitch, true))
 	mux.HandleFunc("POST /links/{id}/disable", s.enableSubmit(linkSwitch, false))
+	mux.HandleFunc("GET /platforms", s.platformsPage)
+	mux.HandleFunc("GET /platforms/{platform}/fix-symbols", s.platformSymbolsPage)
+	mux.HandleFunc("POST /platforms/{platform}/fix-symbols", s.platformSymbolsSubmit)
 	mux.HandleFunc("POST /node/claiming", s.nodeClaimingSubmit)
 	mux.HandleFunc("POST /node/drain", s.nodeDrainSubmit)
 	mux.HandleFunc("POST /node/resume", s.nodeResumeSubmit)
@@ -254,6 +257,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/accounts/{id}/protection", s.apiProtection)
 	mux.HandleFunc("PUT /api/accounts/{id}/protection", s.apiProtectionSet)
 	mux.HandleFunc("POST /api/accounts/{id}/protection/reset", s.apiProtectionReset)
+	mux.HandleFunc("GET /api/platforms/{platform}/fix-symbols", s.apiPlatformSymbols)
+	mux.HandleFunc("PUT /api/platforms/{platform}/fix-symbols", s.apiPlatformSymbolsSet)
 	mux.HandleFunc("GET /api/links", s.apiLinks)
 	mux.HandleFunc("POST /api/links", s.apiLinkCreate)
 	mux.HandleFunc("GET /api/links/{id}", s.apiLink)
@@ -263,7 +268,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		// The path may exist with other methods: say which.
 		var allow []string
-		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch} {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch} {
 			probe := r.Clone(r.Context())
 			probe.Method = m
 			if _, pattern := mux.Handler(probe); pattern != "/api/" {

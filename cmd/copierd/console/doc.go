@@ -10,6 +10,7 @@
 //	/accounts/{id}         detail: links, master positions beside follower copies, copy journal
 //	/accounts/{id}/edit    edit an account
 //	/links                 links; /links/new and /links/{id}/edit create and edit them
+//	/platforms             platforms and their FIX symbol lists; /platforms/{platform}/fix-symbols edits one
 //	/login, /logout        session login for browsers (with a token or user and password)
 //
 // Pages refresh their live parts by polling (every 2–3 s) for server-rendered fragments, so

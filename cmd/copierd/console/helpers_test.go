@@ -299,7 +299,9 @@ func (e *env) snapshot() string {
 	var p, s string
 	must(e.t, e.pool.QueryRow(ctxT(e.t), `SELECT coalesce(md5(string_agg(p::text, '|' ORDER BY account_id)), '') FROM account_protection p`).Scan(&p))
 	must(e.t, e.pool.QueryRow(ctxT(e.t), `SELECT coalesce(md5(string_agg(s::text, '|' ORDER BY follower_id, link_id)), '') FROM protection_state s`).Scan(&s))
-	return a + "/" + l + "/" + p + "/" + s
+	var ps string
+	must(e.t, e.pool.QueryRow(ctxT(e.t), `SELECT coalesce(md5(string_agg(f::text, '|' ORDER BY platform)), '') FROM platform_fix_symbols f`).Scan(&ps))
+	return a + "/" + l + "/" + p + "/" + s + "/" + ps
 }
 
 // eventually polls cond until it holds or the deadline passes.

@@ -286,9 +286,9 @@ func TestCredentialsFunc(t *testing.T) {
 	must(t, err)
 	f := console.CredentialsFunc(s)
 	fix := store.FIXSession{SenderCompID: "demo.b.1", SenderSubID: "s", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "u1",
-		Symbols: []store.FIXSymbol{{Name: "EURUSD", ID: "1", ContractSize: 100000, Digits: 5, MinLot: 0.01, LotStep: 0.01, MaxLot: 50}}}
+		Dialect: "fix44", PositionMode: "netting", Symbols: []store.FIXSymbol{{Name: "EURUSD", ID: "1", ContractSize: 100000, Digits: 5, MinLot: 0.01, LotStep: 0.01, MaxLot: 50}}}
 	want := broker.FIXSession{SenderCompID: "demo.b.1", SenderSubID: "s", TargetCompID: "cServer", TargetSubID: "TRADE", Username: "u1",
-		Symbols: []broker.FIXSymbol{{ID: "1", SymbolSpec: broker.SymbolSpec{Name: "EURUSD", ContractSize: 100000, Digits: 5, MinLot: 0.01, LotStep: 0.01, MaxLot: 50}}}}
+		Dialect: "fix44", PositionMode: "netting", Symbols: []broker.FIXSymbol{{ID: "1", SymbolSpec: broker.SymbolSpec{Name: "EURUSD", ContractSize: 100000, Digits: 5, MinLot: 0.01, LotStep: 0.01, MaxLot: 50}}}}
 	c, err := f(store.Account{ID: 1, Login: "l", Server: "srv", Credentials: sealed, FIX: fix})
 	if err != nil || c.Password != "pw" || c.Login != "l" || c.Server != "srv" || !reflect.DeepEqual(c.FIX, want) {
 		t.Fatalf("%+v %v", c, err)

@@ -33,7 +33,7 @@ const partialHeader = "X-Copier-Partial"
 var partialName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
 
 // pageNames are the templates of templates/<name>.html, each rendered inside layout.html.
-var pageNames = []string{"cluster", "accounts", "account", "account_form", "links", "link_form", "login", "error"}
+var pageNames = []string{"cluster", "accounts", "account", "account_form", "links", "link_form", "platforms", "platform_symbols", "login", "error"}
 
 // loadTemplates parses the layout with each page.
 func loadTemplates() (map[string]*template.Template, error) {

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/fix"
 	"github.com/snapcopier/copier/broker/fix/fixwire"
 	"github.com/snapcopier/copier/reconcile"
@@ -130,25 +131,41 @@ func checkFIX(fe *fieldErrs, f *store.FIXSession) {
 			fe.add(v.field, "must not contain spaces or '='")
 		}
 	}
-	if d, err := fixwire.ParseDialect(f.Dialect); err != nil {
+	d, err := fixwire.ParseDialect(f.Dialect)
+	if err != nil {
 		fe.add("fix.dialect", fmt.Sprintf("must be empty (the node's default) or one of %s", dialectNames()))
 	} else {
 		f.Dialect = string(d)
 	}
-	// The same rules as the node's list, so a list the console takes is one Connect takes.
-	if len(f.Symbols) > maxFIXSymbols {
-		fe.add("fix.symbols", fmt.Sprintf("at most %d symbols", maxFIXSymbols))
-	} else if err := fix.CheckSymbols(actors.FIXSession(*f).Symbols); err != nil {
-		fe.add("fix.symbols", strings.TrimPrefix(err.Error(), "fix: "))
+	// The position mode: hedging cannot be served where a close is an opposite order
+	// (fix44), refused now rather than at the account's first connect. With the dialect
+	// left to the node's default, Connect refuses it if the node's is fix44.
+	f.PositionMode = strings.TrimSpace(f.PositionMode)
+	if mode, err := fix.ParsePositionMode(f.PositionMode); err != nil {
+		fe.add("fix.position_mode", "must be empty (the node's default), netting or hedging")
+	} else if mode == broker.Hedging && d != "" && !d.Features().PositionIDs {
+		fe.add("fix.position_mode", fmt.Sprintf("hedging cannot be served by the %s dialect: a close is an opposite order, which nets (use netting, or a dialect with position ids)", d))
+	}
+	checkSymbolList(fe, "fix.symbols", f.Symbols)
+}
+
+// checkSymbolList checks a configured symbol list (an account's or a platform's) by the
+// same rules as the node's list, so a list the console takes is one Connect takes.
+func checkSymbolList(fe *fieldErrs, field string, list []store.FIXSymbol) {
+	if len(list) > maxFIXSymbols {
+		fe.add(field, fmt.Sprintf("at most %d symbols", maxFIXSymbols))
+	} else if err := fix.CheckSymbols(actors.FIXSession(store.FIXSession{Symbols: list}).Symbols); err != nil {
+		fe.add(field, strings.TrimPrefix(err.Error(), "fix: "))
 	}
 }
 
-// maxFIXSymbols bounds an account's symbol list.
+// maxFIXSymbols bounds an account's or a platform's symbol list.
 const maxFIXSymbols = 2000
 
 // parseSymbolLines reads the form's symbol list: one symbol a line,
 // "NAME ID CONTRACT DIGITS MIN STEP MAX" (MAX 0: none); blank lines are skipped.
-func parseSymbolLines(fe *fieldErrs, text string) []store.FIXSymbol {
+// Problems are reported on field.
+func parseSymbolLines(fe *fieldErrs, field, text string) []store.FIXSymbol {
 	var out []store.FIXSymbol
 	for i, line := range strings.Split(text, "\n") {
 		w := strings.Fields(line)
@@ -156,7 +173,7 @@ func parseSymbolLines(fe *fieldErrs, text string) []store.FIXSymbol {
 			continue
 		}
 		bad := func() []store.FIXSymbol {
-			fe.add("fix.symbols", fmt.Sprintf("line %d: want NAME ID CONTRACT DIGITS MIN STEP MAX (numbers for the last five)", i+1))
+			fe.add(field, fmt.Sprintf("line %d: want NAME ID CONTRACT DIGITS MIN STEP MAX (numbers for the last five)", i+1))
 			return nil
 		}
 		if len(w) != 7 {

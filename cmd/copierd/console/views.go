@@ -287,7 +287,7 @@ func (v accountRowView) FIXParts() []string {
 	f := v.FIX
 	var out []string
 	for _, p := range [...]struct{ name, value string }{{"SenderCompID", f.SenderCompID}, {"SenderSubID", f.SenderSubID},
-		{"TargetCompID", f.TargetCompID}, {"TargetSubID", f.TargetSubID}, {"user", f.Username}, {"dialect", f.Dialect}} {
+		{"TargetCompID", f.TargetCompID}, {"TargetSubID", f.TargetSubID}, {"user", f.Username}, {"dialect", f.Dialect}, {"position mode", f.PositionMode}} {
 		if p.value != "" {
 			out = append(out, p.name+" "+p.value)
 		}
