@@ -87,23 +87,43 @@ func (p *planner) valid() bool {
 }
 
 // index sorts the master positions and this link's ticket map entries.
+//
+// The master's positions are only read: when they already come sorted and without a
+// ticket twice (a cached master state usually does), the plan uses the caller's slice
+// instead of a sorted copy (a copy per plan was 3 % of the CPU of a fan-out).
 func (p *planner) index() {
-	p.masters = slices.Clone(p.in.Master.Positions)
-	slices.SortFunc(p.masters, byAge)
+	p.masters = p.in.Master.Positions
+	if !slices.IsSortedFunc(p.masters, byAge) {
+		p.masters = slices.Clone(p.masters)
+		slices.SortFunc(p.masters, byAge)
+	}
 	p.master = make(map[int64]broker.Position, len(p.masters))
-	p.masters = slices.DeleteFunc(p.masters, func(m broker.Position) bool {
+	for i, m := range p.masters {
 		if _, dup := p.master[m.Ticket]; dup {
-			return true
+			p.dedupeMasters(i)
+			break
 		}
 		p.master[m.Ticket] = m
-		return false
-	})
+	}
 	for _, e := range p.in.TicketMap {
 		if e.LinkID == p.in.Link.ID {
 			p.entries = append(p.entries, e)
 		}
 	}
 	slices.SortFunc(p.entries, byEntry)
+}
+
+// dedupeMasters drops every later position of a ticket already seen (the oldest stays),
+// on a copy: from index i on, p.masters holds a repeated ticket.
+func (p *planner) dedupeMasters(i int) {
+	kept := slices.Clone(p.masters[:i])
+	for _, m := range p.masters[i:] {
+		if _, dup := p.master[m.Ticket]; !dup {
+			p.master[m.Ticket] = m
+			kept = append(kept, m)
+		}
+	}
+	p.masters = kept
 }
 
 // byAge orders positions by OpenTime, then ticket: the oldest first.

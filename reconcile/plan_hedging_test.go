@@ -472,3 +472,39 @@ func TestValidatedLinkSkipsOnlyItsOwnValidation(t *testing.T) {
 		t.Fatalf("a validated link did not plan its copy: %+v", res)
 	}
 }
+
+// TestPlanReadsMastersInAnyOrderWithoutChangingThem: the master's positions may come
+// unsorted and with a ticket twice (the oldest counts); the plan is the same as for the
+// sorted, deduplicated list, and the caller's slice is never reordered or changed.
+func TestPlanReadsMastersInAnyOrderWithoutChangingThem(t *testing.T) {
+	a := mpos(501, "EURUSD", broker.Buy, 0.4, 9*time.Second)
+	b := mpos(502, "EURUSD", broker.Sell, 0.2, 5*time.Second)
+	c := mpos(503, "EURUSD", broker.Buy, 0.1, 2*time.Second)
+	late := b
+	late.OpenTime, late.Volume = b.OpenTime.Add(time.Second), 0.9 // 502 again, younger
+
+	clean := testInput(broker.Hedging)
+	clean.Master.Positions = []broker.Position{a, b, c}
+	want := Plan(clean)
+	if len(want.Actions) != 3 {
+		t.Fatalf("clean plan %v, want three opens", want.Actions)
+	}
+	for _, order := range [][]broker.Position{{c, a, b}, {a, b, late, c}, {a, late, b, c}, {late, c, b, a}} {
+		in := testInput(broker.Hedging)
+		in.Master.Positions = slices.Clone(order)
+		if got := Plan(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("masters %v: plan %v, want %v", tickets(order), got.Actions, want.Actions)
+		}
+		if !reflect.DeepEqual(in.Master.Positions, order) {
+			t.Errorf("masters %v changed to %v", tickets(order), tickets(in.Master.Positions))
+		}
+	}
+}
+
+func tickets(ps []broker.Position) []int64 {
+	out := make([]int64, len(ps))
+	for i, p := range ps {
+		out[i] = p.Ticket
+	}
+	return out
+}
