@@ -143,8 +143,6 @@ type engine struct {
 	// lease cycle and the StatusWriter always find one (a starved cycle missed its
 	// deadline at 20,000 followers and the node lost its own leases).
 	loader *actor.PID
-	// dispatch runs the AccountActors' and the StatusWriter's mailboxes on kept workers.
-	dispatch *workerDispatcher
 }
 
 func (e *engine) now() time.Time { return e.wall() }
@@ -210,11 +208,11 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	}
 	log := deps.Logger.With().Str("node", cfg.NodeID).Logger()
 	e := &engine{cfg: cfg, pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials, observe: deps.Observe, wall: deps.Now, trace: deps.TraceCopies,
-		board: &board{}, metrics: &Metrics{}, dispatch: newWorkerDispatcher(300)}
+		board: &board{}, metrics: &Metrics{}}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(log)))
 	n := &Node{e: e, system: system, nodeGate: leasekeeper.NewGate(deps.Clock), subs: map[chan NodeEvent]struct{}{}}
 	root := system.Root
-	e.writer = root.Spawn(actor.PropsFromProducer(newStatusWriter(e), actor.WithDispatcher(e.dispatch)))
+	e.writer = root.Spawn(actor.PropsFromProducer(newStatusWriter(e), actor.WithDispatcher(stackDispatcher(300))))
 	e.loader = root.Spawn(actor.PropsFromProducer(newLoader(e, min(4, int(deps.Pool.Config().MaxConns)-2), 64)))
 	e.reconciler = root.Spawn(actor.PropsFromProducer(newReconciler(reconcilerConfig{
 		Concurrency: cfg.ReconcileConcurrency, RatePerSec: cfg.ReconcileRate, FetchTimeout: cfg.OrderTimeout, Now: e.now,
@@ -394,7 +392,6 @@ func (n *Node) Stop(ctx context.Context) error {
 			_ = root.StopFuture(pid).Wait()
 		}
 		n.system.Shutdown()
-		n.e.dispatch.Close()
 	})
 	return n.stopErr
 }
@@ -416,7 +413,6 @@ func (n *Node) Halt() {
 			_ = root.StopFuture(pid).Wait()
 		}
 		n.system.Shutdown()
-		n.e.dispatch.Close()
 		n.stopErr = errors.New("node halted")
 	})
 }
