@@ -275,7 +275,19 @@ func TestProbesPassSlowBodyConnections(t *testing.T) {
 		}
 		return c, r
 	}
+	// The operator's request starts first, so it is the oldest busy connection: a
+	// displacement that does not spare operators takes it (the first probe displaces one).
 	op, opr := post("/api/accounts", "Authorization: Bearer "+opToken+"\r\nContent-Type: application/json\r\nContent-Length: 2\r\n", "{")
+	testwait.For(t, "the operator's request in progress", 30*time.Second, func() (bool, string) {
+		ll.mu.Lock()
+		defer ll.mu.Unlock()
+		for c := range ll.busy {
+			if c.mark.Authenticated() {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d busy, none authenticated", len(ll.busy))
+	})
 	for range maxConns - 1 {
 		post("/login", "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n", "token=")
 	}
