@@ -150,8 +150,7 @@ func (a *accountActor) carry(ctx actor.Context, rd *follower.Ready) {
 			a.traceStart(&o)
 			out := a.send(o.Action)
 			// The lease as the order's own gate check found it (a dropped order found it
-			// lost): the Core reads it only to schedule reconciles, and a second reading of
-			// the gate's clock is a system call per order.
+			// lost): the Core reads it only to schedule reconciles.
 			rd = a.core.OrderDone(follower.At{Now: a.e.now(), Lease: !out.Dropped}, out)
 			if rd.ResendIn == 0 { // its last attempt
 				a.traceOrder(&o, out)
@@ -355,9 +354,9 @@ func (a *accountActor) status(ctx actor.Context) {
 
 // at is the time of an input to the Core, with whether the account's lease is held now.
 // The Core reads the lease only to spare planning on a closed gate; every order it plans
-// passes the gate's own fresh check (send), so Likely (no system call) is enough here.
+// passes the gate's own fresh check (send).
 func (a *accountActor) at() follower.At {
-	return follower.At{Now: a.e.now(), Lease: a.gate.Likely()}
+	return follower.At{Now: a.e.now(), Lease: a.gate.HoldsLease()}
 }
 
 // repairOffset is account id's first periodic repair after a claim: a fixed point of

@@ -32,8 +32,8 @@ func (a *accountActor) send(act reconcile.Action) follower.OrderOutcome {
 		// sending could duplicate its copies.
 		return follower.OrderOutcome{Dropped: true}
 	}
-	// The request key (and a second reading of the gate's clock, a system call) is only
-	// needed while an unknown outcome is remembered or when this order's is unknown.
+	// The request key (and a second reading of the gate's clock) is only needed while an
+	// unknown outcome is remembered or when this order's is unknown.
 	var key string
 	if a.sent.remembers() {
 		key = requestKey(a.id, tk.Epoch, act)

@@ -16,11 +16,6 @@ type Gate struct {
 	base     time.Time
 	epoch    int64
 	deadline atomic.Int64 // ns since base; trust ends here; 0 = closed; fenced = closed for good
-
-	// For Likely only: the deadline again, as ns since monoBase on Go's monotonic clock
-	// (read through the vDSO, not a system call). Set by Confirm, cleared by Revoke.
-	monoBase     time.Time
-	monoDeadline atomic.Int64
 }
 
 // fenced is the deadline of a gate closed for good: no confirmation reopens it.
@@ -36,21 +31,7 @@ func NewEpochGate(clock Clock, epoch int64) *Gate {
 		clock = SystemClock{}
 	}
 	// base sits well before any reading so that an offset of 0 always means "closed".
-	return &Gate{clock: clock, base: clock.Now().Add(-time.Hour), epoch: epoch, monoBase: time.Now()}
-}
-
-// Likely is HoldsLease without a reading of the gate's clock where that clock is
-// SystemClock (a system call per reading): it reads Go's monotonic clock against the
-// deadline the last Confirm translated to it. It may err towards open: that clock stops
-// during a suspend, and a Revoke racing a Confirm may leave the older translation. So it
-// decides nothing an order depends on (Check does, with a fresh reading); it only spares
-// work on a gate that is certainly closed. A fake clock is always read: tests see exactly
-// HoldsLease.
-func (g *Gate) Likely() bool {
-	if _, sys := g.clock.(SystemClock); !sys {
-		return g.HoldsLease()
-	}
-	return g.deadline.Load() > 0 && int64(time.Since(g.monoBase)) < g.monoDeadline.Load()
+	return &Gate{clock: clock, base: clock.Now().Add(-time.Hour), epoch: epoch}
 }
 
 // HoldsLease reports whether the trusted deadline lies in the future.
@@ -100,14 +81,6 @@ func (g *Gate) Confirm(l Lease) {
 			return
 		}
 		if g.deadline.CompareAndSwap(cur, until) {
-			break
-		}
-	}
-	// One clock reading per confirmation (once a cycle), so that Likely needs none.
-	mono := int64(time.Since(g.monoBase)) + int64(l.TrustedUntil().Sub(g.clock.Now()))
-	for {
-		cur := g.monoDeadline.Load()
-		if mono <= cur || g.monoDeadline.CompareAndSwap(cur, mono) {
 			return
 		}
 	}
@@ -116,7 +89,6 @@ func (g *Gate) Confirm(l Lease) {
 // Revoke closes the gate at once (lost account, shutdown). A later confirmation at the
 // same epoch may open it again.
 func (g *Gate) Revoke() {
-	g.monoDeadline.Store(0) // before the deadline: a Confirm racing this one keeps its own
 	for {
 		cur := g.deadline.Load()
 		if cur == fenced || g.deadline.CompareAndSwap(cur, 0) {

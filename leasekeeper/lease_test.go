@@ -146,46 +146,34 @@ func TestGateWithSystemClock(t *testing.T) {
 	}
 }
 
-// Likely reads no boot-time clock with SystemClock but must still follow every change of
-// the deadline: confirmations (fresh, already over, older), Revoke and Fence.
-func TestGateLikelyFollowsTheDeadline(t *testing.T) {
+// A gate on the real clock follows every change of the deadline: confirmations (fresh,
+// already over, older), Revoke and Fence.
+func TestSystemClockGateFollowsTheDeadline(t *testing.T) {
 	clk := SystemClock{}
 	cfg := DefaultConfig()
 	g := NewGate(clk)
-	if g.Likely() {
+	if g.HoldsLease() {
 		t.Fatal("a new gate is closed")
 	}
 	g.Confirm(Lease{Started: clk.Now().Add(-cfg.Trust() - time.Second), Config: cfg})
-	if g.Likely() || g.HoldsLease() {
+	if g.HoldsLease() {
 		t.Fatal("a confirmation whose trust is over leaves the gate closed")
 	}
 	g.Confirm(Lease{Started: clk.Now(), Config: cfg})
-	if !g.Likely() {
+	if !g.HoldsLease() {
 		t.Fatal("freshly confirmed gate must be open")
 	}
 	g.Revoke()
-	if g.Likely() {
+	if g.HoldsLease() {
 		t.Fatal("a revoked gate is closed")
 	}
 	g.Confirm(Lease{Started: clk.Now(), Config: cfg})
-	if !g.Likely() {
+	if !g.HoldsLease() {
 		t.Fatal("a confirmation after Revoke reopens the gate")
 	}
 	g.Fence()
-	if g.Likely() {
+	if g.HoldsLease() {
 		t.Fatal("a fenced gate is closed")
-	}
-
-	// A fake clock is read as HoldsLease reads it: the gate closes when it passes the deadline.
-	fake := newFakeClock()
-	f := NewGate(fake)
-	f.Confirm(Lease{Started: fake.Now(), Config: cfg})
-	if !f.Likely() {
-		t.Fatal("freshly confirmed gate must be open")
-	}
-	fake.Advance(cfg.Trust())
-	if f.Likely() {
-		t.Fatal("the gate closes at the trusted deadline")
 	}
 }
 
@@ -221,18 +209,6 @@ func BenchmarkGate(b *testing.B) {
 	}
 	if open == 0 {
 		b.Fatal("gate closed during benchmark")
-	}
-}
-
-// BenchmarkGateLikely is the lease an account's input reads (no system call).
-func BenchmarkGateLikely(b *testing.B) {
-	g := NewGate(SystemClock{})
-	g.Confirm(Lease{Started: SystemClock{}.Now(), Config: DefaultConfig()})
-	b.ReportAllocs()
-	for b.Loop() {
-		if !g.Likely() {
-			b.Fatal("gate closed during benchmark")
-		}
 	}
 }
 

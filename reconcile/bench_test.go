@@ -35,3 +35,32 @@ func BenchmarkPlan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPlanEvent is the fan-out's plan: one master event on a hedging follower, the
+// open of a new master position (no copy yet) and the close of one with its copy.
+func BenchmarkPlanEvent(b *testing.B) {
+	pos := mpos(700, "EURUSD", broker.Buy, 0.5, time.Second)
+	b.Run("open", func(b *testing.B) {
+		in := testInput(broker.Hedging)
+		in.Master.Positions = []broker.Position{pos}
+		ev := broker.Event{Kind: broker.Opened, Position: pos}
+		b.ReportAllocs()
+		for b.Loop() {
+			if len(PlanAppliedEvent(ev, in).Actions) != 1 {
+				b.Fatal("no open")
+			}
+		}
+	})
+	b.Run("close", func(b *testing.B) {
+		in := testInput(broker.Hedging)
+		in.Follower.Positions = []broker.Position{copyOf(9700, 700, "EURUSD", broker.Buy, 0.5)}
+		in.TicketMap = []TicketMapEntry{{LinkID: 1, MasterTicket: 700, FollowerTicket: 9700, Volume: 1}}
+		ev := broker.Event{Kind: broker.Closed, Position: pos}
+		b.ReportAllocs()
+		for b.Loop() {
+			if len(PlanAppliedEvent(ev, in).Actions) != 1 {
+				b.Fatal("no close")
+			}
+		}
+	})
+}

@@ -49,18 +49,24 @@ func (p *planner) hedging() {
 // reported as unidentified and left alone.
 func (p *planner) matchCopies() (copies map[int64][]broker.Position, owner map[int64]int64) {
 	var own []broker.Position
-	ownTickets := make(map[int64]bool)
 	for _, f := range p.in.Follower.Positions {
-		if f.Magic == p.in.Link.Magic && !ownTickets[f.Ticket] {
+		if f.Magic == p.in.Link.Magic {
 			own = append(own, f)
-			ownTickets[f.Ticket] = true
 		}
 	}
-	slices.SortFunc(own, func(a, b broker.Position) int { return cmp.Compare(a.Ticket, b.Ticket) })
+	// By ticket, the first of a repeated ticket kept (a stable sort keeps the repeats in
+	// their order); searched by ticket below instead of a set per plan.
+	byTicket := func(a, b broker.Position) int { return cmp.Compare(a.Ticket, b.Ticket) }
+	slices.SortStableFunc(own, byTicket)
+	own = slices.CompactFunc(own, func(a, b broker.Position) bool { return a.Ticket == b.Ticket })
+	isOwn := func(t int64) bool {
+		_, found := slices.BinarySearchFunc(own, t, func(p broker.Position, t int64) int { return cmp.Compare(p.Ticket, t) })
+		return found
+	}
 
 	owner = make(map[int64]int64)
 	for _, e := range p.entries {
-		if _, taken := owner[e.FollowerTicket]; !taken && ownTickets[e.FollowerTicket] {
+		if _, taken := owner[e.FollowerTicket]; !taken && isOwn(e.FollowerTicket) {
 			owner[e.FollowerTicket] = e.MasterTicket
 		}
 	}
@@ -91,7 +97,7 @@ func (p *planner) manageTicket(t int64, cs []broker.Position, es []TicketMapEntr
 		}
 		return
 	}
-	m, open := p.master[t]
+	m, open := p.master(t)
 	switch {
 	case !open:
 		if len(cs) == 0 {
@@ -129,7 +135,7 @@ func (p *planner) knownTickets(copies map[int64][]broker.Position, entries map[i
 			return
 		}
 		seen[t] = true
-		if _, ok := p.master[t]; !ok {
+		if _, ok := p.master(t); !ok {
 			closed = append(closed, t)
 		}
 	}

@@ -44,7 +44,7 @@ func (p *planner) netting() {
 
 	// Entries of closed master positions are done: their share leaves the net below.
 	for _, e := range p.entries {
-		if _, open := p.master[e.MasterTicket]; !open && p.inScope(e.MasterTicket) {
+		if _, open := p.master(e.MasterTicket); !open && p.inScope(e.MasterTicket) {
 			p.res.Untrack = append(p.res.Untrack, e)
 		}
 	}

@@ -508,3 +508,36 @@ func tickets(ps []broker.Position) []int64 {
 	}
 	return out
 }
+
+// TestPlanIndexesManyMasters: above linearMasters the plan finds masters through a map;
+// the result is the same as for the clean, sorted set, whatever the order and however
+// often a ticket repeats (the oldest position of a ticket is the one copied).
+func TestPlanIndexesManyMasters(t *testing.T) {
+	for _, n := range []int{linearMasters - 1, linearMasters, linearMasters + 1, 3 * linearMasters} {
+		var clean []broker.Position
+		for i := range n {
+			clean = append(clean, mpos(int64(600+i), "EURUSD", broker.Buy, 0.01*float64(i+1), time.Duration(n-i)*time.Second))
+		}
+		in := testInput(broker.Hedging)
+		in.Master.Positions = clean
+		want := Plan(in)
+		if len(want.Actions) != n {
+			t.Fatalf("%d masters: clean plan has %d actions", n, len(want.Actions))
+		}
+		mixed := slices.Clone(clean)
+		for i := 0; i < n; i += 3 { // every third ticket again, younger and larger
+			again := clean[i]
+			again.OpenTime, again.Volume = again.OpenTime.Add(time.Millisecond), 5
+			mixed = append(mixed, again)
+		}
+		slices.Reverse(mixed)
+		in = testInput(broker.Hedging)
+		in.Master.Positions = slices.Clone(mixed)
+		if got := Plan(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("%d masters with repeats, reversed: plan %v, want %v", n, got.Actions, want.Actions)
+		}
+		if !reflect.DeepEqual(in.Master.Positions, mixed) {
+			t.Errorf("%d masters: the caller's slice changed", n)
+		}
+	}
+}

@@ -76,7 +76,7 @@ func (p *planner) closeAllHedging() {
 	book := hedgingBook{lots: make(map[string]float64)}
 	for _, t := range p.knownTickets(copies, entries) {
 		p.copied[t] = true
-		m, open := p.master[t]
+		m, open := p.master(t)
 		if !open || !p.inScope(t) {
 			p.manageTicket(t, copies[t], entries[t], owner, &book)
 			continue
@@ -124,7 +124,7 @@ func identified(ft int64, copies map[int64][]broker.Position) bool {
 func (p *planner) closeAllNetting() {
 	syms := p.netSymbols()
 	for _, e := range p.entries {
-		m, open := p.master[e.MasterTicket]
+		m, open := p.master(e.MasterTicket)
 		if !open {
 			if p.inScope(e.MasterTicket) {
 				p.res.Untrack = append(p.res.Untrack, e)
@@ -154,7 +154,7 @@ func (p *planner) closeAllNetting() {
 		// The master named by the position's marker is carried by it even when its entry
 		// was lost: track it so that it becomes a tombstone too.
 		if t, ok := ParseMarker(ns.pos.Comment); ok {
-			if m, open := p.master[t]; open && !p.copied[t] && positive(m.Volume) {
+			if m, open := p.master(t); open && !p.copied[t] && positive(m.Volume) {
 				p.copied[t] = true
 				p.track(t, ns.pos.Ticket, ns.pos.Volume/m.Volume)
 			}
