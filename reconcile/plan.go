@@ -45,9 +45,9 @@ type planner struct {
 	// byTicket indexes masters by ticket when there are more than linearMasters of them;
 	// fewer are searched in place (master): a map per plan was 9 % of a fan-out's bytes.
 	byTicket map[int64]int
-	entries []TicketMapEntry          // this link's, sorted by master then follower ticket
-	res     Result
-	copied  map[int64]bool // closeAll: master tickets that have (or had) a copy
+	entries  []TicketMapEntry // this link's, sorted by master then follower ticket
+	res      Result
+	copied   map[int64]bool // closeAll: master tickets that have (or had) a copy
 }
 
 func plan(in Input, sc scope) Result {
