@@ -88,7 +88,7 @@ func (a *accountActor) raiseToken() (err error, dropped bool) {
 	if !open || a.e.halted.Load() {
 		return nil, true
 	}
-	ctx, cancel, o := a.orderFor(tk, uuid.New())
+	ctx, cancel, o := a.orderFor(tk, newRequestID())
 	defer cancel()
 	return a.session.Fence(ctx, o), false
 }

@@ -59,7 +59,7 @@ func BenchmarkFanoutFIX(b *testing.B) {
 func benchFanout(b *testing.B, followers int, viaFIX bool) {
 	ctx := context.Background()
 	db := storetest.NewDB(b)
-	s := sim.New(sim.Config{Seed: 1, AutoProvision: true, DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e6, Leverage: 100, Mode: broker.Hedging}})
+	s := sim.New(sim.Config{Seed: 1, AutoProvision: true, OrderLogLimit: 1024, DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e6, Leverage: 100, Mode: broker.Hedging}})
 	if err := s.Provision(ctx, broker.AccountSpec{Login: "m1", Currency: "USD", Balance: 1e6, Leverage: 100, Mode: broker.Hedging}); err != nil {
 		b.Fatal(err)
 	}
@@ -89,6 +89,7 @@ func benchFanout(b *testing.B, followers int, viaFIX bool) {
 	var before, after runtimeMem
 	before.read()
 	started := time.Now()
+	takenOver.start = started
 	node, err := actors.Start(ctx, actors.Config{NodeID: "bench", Platform: "sim", Capacity: followers, ReconcileEvery: -1,
 		ReconcileConcurrency: 64, ReconcileRate: 100000}, actors.Deps{Pool: db.NewPool(b, store.Options{MaxConns: 16}), Broker: rec, Logger: benchLogger(b), Observe: takenOver.observe})
 	if err != nil {
@@ -133,6 +134,8 @@ func benchFanout(b *testing.B, followers int, viaFIX bool) {
 	}
 	orders := float64(rounds * followers)
 	ep, tp, bp := percentiles(engine), percentiles(trivial), percentiles(bareRuntime)
+	b.ReportMetric(time.Duration(takenOver.owned.Load()).Seconds(), "takeover-owned-s")
+	b.ReportMetric(time.Duration(takenOver.loaded.Load()).Seconds(), "takeover-loaded-s")
 	b.ReportMetric(ep.ms(50), "p50-ms")
 	b.ReportMetric(ep.ms(99), "p99-ms")
 	b.ReportMetric(ep.ms(100), "max-ms")
@@ -201,20 +204,33 @@ func processCPU() time.Duration {
 
 // firstIdle closes done when each of n accounts (ids first…first+n−1) has reported its
 // first idle reconcile.
+// It also notes, as offsets from start, when the node's lease cycles first owned all n
+// (owned) and when the last account loaded its configuration (loaded): the takeover's
+// stages.
 type firstIdle struct {
-	first int64
-	seen  []atomic.Bool
-	left  atomic.Int64
-	done  chan struct{}
+	first  int64
+	n      int
+	start  time.Time
+	seen   []atomic.Bool
+	left   atomic.Int64
+	owned  atomic.Int64 // nanoseconds after start
+	loaded atomic.Int64 // nanoseconds after start, of the latest SignalLoaded
+	done   chan struct{}
 }
 
 func newFirstIdle(n int, first int64) *firstIdle {
-	f := &firstIdle{first: first, seen: make([]atomic.Bool, n), done: make(chan struct{})}
+	f := &firstIdle{first: first, n: n, seen: make([]atomic.Bool, n), done: make(chan struct{})}
 	f.left.Store(int64(n))
 	return f
 }
 
 func (f *firstIdle) observe(s actors.Signal) {
+	switch {
+	case s.Kind == actors.SignalCycle && s.Owned >= f.n:
+		f.owned.CompareAndSwap(0, int64(time.Since(f.start)))
+	case s.Kind == actors.SignalLoaded:
+		f.loaded.Store(int64(time.Since(f.start)))
+	}
 	i := s.Account - f.first
 	if s.Kind != actors.SignalReconcileDone || !s.Idle || i < 0 || i >= int64(len(f.seen)) {
 		return

@@ -54,7 +54,7 @@ func (r *requestIDs) next(key string, now time.Time) uuid.UUID {
 	if p, ok := r.pending[key]; ok && key != "" && now.Before(p.until) {
 		return p.id
 	}
-	return uuid.New()
+	return newRequestID()
 }
 
 // settled records the outcome of the send of key with id under a ticket whose trust ends

@@ -114,18 +114,25 @@ func (w *statusWriter) flush(ctx actor.Context) {
 		w.waiters = nil
 		return
 	}
+	// The batch is copied out and the maps cleared, not replaced: a map that held every
+	// account's row keeps its room for the next batch instead of growing again.
 	statuses := make([]store.AccountStatus, 0, len(w.statuses))
 	for _, s := range w.statuses {
 		statuses = append(statuses, s)
 	}
-	pending := w.snaps
+	pending := make([]snapshotUpdate, 0, len(w.snaps))
+	for _, s := range w.snaps {
+		pending = append(pending, s)
+	}
 	prot := make([]store.ProtectionRow, 0, len(w.prot))
 	for _, r := range w.prot {
 		prot = append(prot, r)
 	}
 	tickets := w.tickets
-	w.statuses, w.snaps, w.tickets = map[int64]store.AccountStatus{}, map[int64]snapshotUpdate{}, nil
-	w.prot = map[[2]int64]store.ProtectionRow{}
+	clear(w.statuses)
+	clear(w.snaps)
+	clear(w.prot)
+	w.tickets = make([]store.TicketRow, 0, len(tickets))
 	w.inFlight = true
 	self, root, e := ctx.Self(), ctx.ActorSystem().Root, w.e
 	go func() {

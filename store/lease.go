@@ -231,6 +231,35 @@ func nextForeignExpiry(ctx context.Context, tx pgx.Tx, platform, node string) (t
 	return max(time.Duration(*secs*float64(time.Second)), time.Millisecond), nil
 }
 
+// claimSQL claims up to $4 free (or, with $5, only expired) followers of platform $3 for
+// node $1 with a lease of $2 seconds: those of masters the node already follows first,
+// then grouped by master, locked with SKIP LOCKED.
+//
+// It orders by min(master_id + 0), not min(master_id): PostgreSQL turns a bare min into
+// "ORDER BY master_id LIMIT 1" over the (master_id, follower_id) index, which reads that
+// whole index for each candidate when the tables have no statistics yet (freshly loaded
+// accounts: 10,000 candidates took 550 ms instead of 94 ms;
+// TestClaimPlanNeedsNoStatistics).
+const claimSQL = `
+		WITH followed AS (
+			SELECT DISTINCT l.master_id FROM copy_links l
+			JOIN trading_accounts f ON f.id = l.follower_id
+			WHERE f.node_id = $1 AND l.enabled),
+		candidates AS (
+			SELECT id FROM trading_accounts
+			WHERE platform = $3 AND role = 'follower' AND enabled
+			  AND (node_id IS NULL OR lease_until IS NULL OR lease_until < now())
+			  AND (NOT $5 OR node_id IS NOT NULL)
+			ORDER BY NOT EXISTS (SELECT 1 FROM copy_links l JOIN followed m ON m.master_id = l.master_id
+				WHERE l.follower_id = trading_accounts.id AND l.enabled),
+				(SELECT min(l.master_id + 0) FROM copy_links l WHERE l.follower_id = trading_accounts.id AND l.enabled), id
+			LIMIT $4
+			FOR UPDATE SKIP LOCKED)
+		UPDATE trading_accounts t
+		SET node_id = $1, lease_until = now() + make_interval(secs => $2), lease_epoch = t.lease_epoch + 1
+		FROM candidates c WHERE t.id = c.id
+		RETURNING t.id, t.lease_epoch, t.config_version`
+
 // claimFollowers locks up to limit free or expired followers in a CTE (which PostgreSQL
 // runs exactly once; an IN-subquery may be re-run and update more than limit rows) and
 // takes them with a new epoch. Followers of masters the node already follows come first,
@@ -254,25 +283,7 @@ func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int,
 	if !any {
 		return nil, nil
 	}
-	rows, err := tx.Query(ctx, `
-		WITH followed AS (
-			SELECT DISTINCT l.master_id FROM copy_links l
-			JOIN trading_accounts f ON f.id = l.follower_id
-			WHERE f.node_id = $1 AND l.enabled),
-		candidates AS (
-			SELECT id FROM trading_accounts
-			WHERE platform = $3 AND role = 'follower' AND enabled
-			  AND (node_id IS NULL OR lease_until IS NULL OR lease_until < now())
-			  AND (NOT $5 OR node_id IS NOT NULL)
-			ORDER BY NOT EXISTS (SELECT 1 FROM copy_links l JOIN followed m ON m.master_id = l.master_id
-				WHERE l.follower_id = trading_accounts.id AND l.enabled),
-				(SELECT min(l.master_id) FROM copy_links l WHERE l.follower_id = trading_accounts.id AND l.enabled), id
-			LIMIT $4
-			FOR UPDATE SKIP LOCKED)
-		UPDATE trading_accounts t
-		SET node_id = $1, lease_until = now() + make_interval(secs => $2), lease_epoch = t.lease_epoch + 1
-		FROM candidates c WHERE t.id = c.id
-		RETURNING t.id, t.lease_epoch, t.config_version`, req.Node, req.Lease.Seconds(), req.Platform, limit, expiredOnly)
+	rows, err := tx.Query(ctx, claimSQL, req.Node, req.Lease.Seconds(), req.Platform, limit, expiredOnly)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}

@@ -27,8 +27,12 @@ func (l *orderLog) append(e broker.OrderLogEntry) {
 	}
 	l.entries = append(l.entries, e)
 	if l.limit > 0 && len(l.entries) >= 2*l.limit {
+		// Shift in place: readers get copies, and the array keeps its capacity instead of
+		// growing again after every compaction.
 		drop := len(l.entries) - l.limit
-		l.entries = append([]broker.OrderLogEntry(nil), l.entries[drop:]...)
+		n := copy(l.entries, l.entries[drop:])
+		clear(l.entries[n:]) // release the dropped entries' strings
+		l.entries = l.entries[:n]
 		l.first += int64(drop)
 	}
 }

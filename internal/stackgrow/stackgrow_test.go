@@ -17,7 +17,7 @@ func deepUse(n int) byte {
 	return deepUse(n-1) + b[(n+1)%1024]
 }
 
-// TestGrowSparesLaterGrowth: after Grow, a goroutine descends 20 KiB without another
+// TestGrowSparesLaterGrowth: after Grow, a goroutine descends 10 KiB without another
 // stack growth. A growth copies the stack to new memory, so the address of a local of the
 // goroutine's first frame changes exactly when the stack grew.
 func TestGrowSparesLaterGrowth(t *testing.T) {
@@ -29,16 +29,16 @@ func TestGrowSparesLaterGrowth(t *testing.T) {
 			}
 			var top byte
 			before := addr(&top)
-			deepUse(20)
+			deepUse(10)
 			done <- addr(&top) != before
 		}()
 		return <-done
 	}
 	if !moved(false) {
-		t.Fatal("without Grow, 20 KiB of depth did not move a new goroutine's stack: the test proves nothing")
+		t.Fatal("without Grow, 10 KiB of depth did not move a new goroutine's stack: the test proves nothing")
 	}
 	if moved(true) {
-		t.Fatal("after Grow, 20 KiB of depth still moved the stack")
+		t.Fatal("after Grow, 10 KiB of depth still moved the stack")
 	}
 }
 
