@@ -189,11 +189,12 @@ func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 			a.e.metrics.observeQuality(j.Quality)
 			a.board.addQuality(j.Link, j.Quality)
 		}
-		a.board.journal(j)
+		a.board.addJournal(j)
 	}
 	for i := range rd.Notes {
 		a.noted(&rd.Notes[i])
 	}
+	var out accountWrites // one message to the StatusWriter, not one per kind of row
 	if len(rd.Tickets) > 0 {
 		rows := make([]store.TicketRow, len(rd.Tickets))
 		for i, t := range rd.Tickets {
@@ -201,17 +202,20 @@ func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 			rows[i] = store.TicketRow{FollowerID: a.id, Epoch: a.epoch, LinkID: e.LinkID, MasterTicket: e.MasterTicket,
 				FollowerTicket: e.FollowerTicket, Volume: e.Volume, ClosedAt: t.ClosedAt}
 		}
-		ctx.Send(a.e.writer, ticketUpdate{rows: rows})
+		out.tickets = rows
 	}
 	if len(rd.Protection) > 0 {
 		rows := make([]store.ProtectionRow, len(rd.Protection))
 		for i, p := range rd.Protection {
 			rows[i] = store.ProtectionRow{FollowerID: a.id, LinkID: p.Scope, Epoch: a.epoch, State: p.State, ResetGen: p.ResetGen}
 		}
-		ctx.Send(a.e.writer, protectionUpdate{rows: rows})
+		out.protection = rows
 	}
 	if rd.WriteStatus {
-		a.status(ctx)
+		a.status(&out)
+	}
+	if !out.empty() {
+		ctx.Send(a.e.writer, out)
 	}
 	if rd.MastersChanged {
 		masters := make(map[int64]store.Account, len(rd.Masters))
@@ -341,14 +345,14 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 
 // status queues this account's status, and its positions as last seen, for the
 // StatusWriter (which writes both through the fence at its own pace).
-func (a *accountActor) status(ctx actor.Context) {
+func (a *accountActor) status(out *accountWrites) {
 	s := a.board.fields()
-	ctx.Send(a.e.writer, statusUpdate{row: store.AccountStatus{
+	out.status = &store.AccountStatus{
 		ID: a.id, Epoch: a.epoch, Status: s.Phase.String(), LastError: s.LastError,
 		Balance: s.Balance, Equity: s.Equity, EquityUnknown: s.EquityUnknown, At: a.e.now(), LastCopyAt: s.LastCopy,
-	}})
+	}
 	if ps, seenAt, ok := a.core.Positions(); ok {
-		ctx.Send(a.e.writer, snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)})
+		out.snapshot = &snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)}
 	}
 }
 

@@ -59,9 +59,19 @@ type masterSession struct {
 	seq       int64
 }
 
-// statusUpdate and ticketUpdate go to the StatusWriter.
-type statusUpdate struct{ row store.AccountStatus }
-type ticketUpdate struct{ rows []store.TicketRow }
+// accountWrites is what one step of an AccountActor leaves for the StatusWriter, in one
+// message: its ticket-map rows and protection states (rows the sender no longer changes),
+// its status and its positions snapshot (nil: unchanged).
+type accountWrites struct {
+	tickets    []store.TicketRow
+	protection []store.ProtectionRow
+	status     *store.AccountStatus
+	snapshot   *snapshotUpdate
+}
+
+func (w accountWrites) empty() bool {
+	return len(w.tickets) == 0 && len(w.protection) == 0 && w.status == nil && w.snapshot == nil
+}
 
 // respawn restarts a crashed AccountActor after its backoff.
 type respawn struct {

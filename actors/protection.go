@@ -7,7 +7,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snapcopier/copier/broker"
-	"github.com/snapcopier/copier/store"
 )
 
 // equityDue asks an account with stop-outs to read its equity; equityRead is the answer.
@@ -17,9 +16,6 @@ type equityRead struct {
 	info broker.AccountInfo
 	err  error
 }
-
-// protectionUpdate carries protection states to the StatusWriter.
-type protectionUpdate struct{ rows []store.ProtectionRow }
 
 // scheduleEquity reads the equity again after EquityEvery, while the follower has
 // stop-outs. One timer at a time.

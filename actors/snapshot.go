@@ -48,7 +48,7 @@ func encodeSnapshot(ps []broker.Position) []byte {
 	return doc
 }
 
-// snapshotUpdate queues a follower's positions snapshot for the StatusWriter: the
+// snapshotUpdate is a follower's positions snapshot for the StatusWriter: the
 // positions are encoded when they are written, so only the latest of a flush interval is.
 type snapshotUpdate struct {
 	row       store.PositionsSnapshot // without Positions

@@ -59,7 +59,11 @@ type accountBoard struct {
 	s       AccountStatus
 	quality map[int64]*qualityRing // link → recent copies' quality, allocated on the first
 	// copy
-	gate atomic.Pointer[leasekeeper.Gate] // the account's current gate
+	// journal is a ring of the newest journalSize entries (s.Journal stays nil): an entry
+	// is written in place, not appended behind 19 entries moved down by one on every order.
+	journal []JournalEntry
+	jnext   int                              // the oldest entry, overwritten next, once the ring is full
+	gate    atomic.Pointer[leasekeeper.Gate] // the account's current gate
 }
 
 func (b *accountBoard) update(f func(*AccountStatus)) {
@@ -68,14 +72,22 @@ func (b *accountBoard) update(f func(*AccountStatus)) {
 	b.mu.Unlock()
 }
 
-func (b *accountBoard) journal(e JournalEntry) {
-	b.update(func(s *AccountStatus) {
-		if len(s.Journal) == journalSize {
-			copy(s.Journal, s.Journal[1:])
-			s.Journal = s.Journal[:journalSize-1]
+func (b *accountBoard) addJournal(e JournalEntry) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.journal) < journalSize {
+		// Grown by doubling up to journalSize exactly: most accounts keep a few entries,
+		// and room for twenty up front is 5 KB an account.
+		if len(b.journal) == cap(b.journal) {
+			grown := make([]JournalEntry, len(b.journal), min(max(2*cap(b.journal), 2), journalSize))
+			copy(grown, b.journal)
+			b.journal = grown
 		}
-		s.Journal = append(s.Journal, e)
-	})
+		b.journal = append(b.journal, e)
+		return
+	}
+	b.journal[b.jnext] = e
+	b.jnext = (b.jnext + 1) % journalSize
 }
 
 // fields is the status without its journal and quality summaries: what the status row
@@ -95,7 +107,10 @@ func (b *accountBoard) snapshot() AccountStatus {
 	if g := b.gate.Load(); g != nil {
 		s.GateOpen = g.HoldsLease()
 	}
-	s.Journal = append([]JournalEntry(nil), b.s.Journal...)
+	if len(b.journal) > 0 {
+		s.Journal = make([]JournalEntry, 0, len(b.journal))
+		s.Journal = append(append(s.Journal, b.journal[b.jnext:]...), b.journal[:b.jnext]...)
+	}
 	s.Quality = nil
 	for link, r := range b.quality {
 		s.Quality = append(s.Quality, r.summary(link))

@@ -25,7 +25,7 @@ type statusWriter struct {
 	e        *engine
 	statuses map[int64]store.AccountStatus
 	snaps    map[int64]snapshotUpdate // latest per account
-	tickets  []store.TicketRow
+	tickets  [][]store.TicketRow
 	// prot holds the latest protection state per (follower, scope); a stop-out must reach
 	// the database, so a failed write is retried like the ticket map's.
 	prot     map[[2]int64]store.ProtectionRow
@@ -60,15 +60,18 @@ func (w *statusWriter) Receive(ctx actor.Context) {
 		}()
 	case *actor.Stopping:
 		close(w.stop)
-	case statusUpdate:
-		w.statuses[m.row.ID] = m.row
-	case ticketUpdate:
-		w.tickets = append(w.tickets, m.rows...)
-	case snapshotUpdate:
-		w.snaps[m.row.ID] = m
-	case protectionUpdate:
-		for _, r := range m.rows {
+	case accountWrites:
+		if len(m.tickets) > 0 {
+			w.tickets = append(w.tickets, m.tickets)
+		}
+		for _, r := range m.protection {
 			w.prot[[2]int64{r.FollowerID, r.LinkID}] = r
+		}
+		if m.status != nil {
+			w.statuses[m.status.ID] = *m.status
+		}
+		if m.snapshot != nil {
+			w.snaps[m.snapshot.row.ID] = *m.snapshot
 		}
 	case flushTick:
 		w.flush(ctx)
@@ -79,7 +82,9 @@ func (w *statusWriter) Receive(ctx actor.Context) {
 		w.inFlight = false
 		if m.err != nil {
 			w.e.log.Warn().Err(m.err).Int("tickets", len(m.tickets)).Msg("status write failed; will retry")
-			w.tickets = append(m.tickets, w.tickets...) // older first: the newer row of a key wins
+			if len(m.tickets) > 0 {
+				w.tickets = append([][]store.TicketRow{m.tickets}, w.tickets...) // older first: the newer row of a key wins
+			}
 			for _, r := range m.prot {
 				if _, newer := w.prot[[2]int64{r.FollowerID, r.LinkID}]; !newer {
 					w.prot[[2]int64{r.FollowerID, r.LinkID}] = r
@@ -128,18 +133,18 @@ func (w *statusWriter) flush(ctx actor.Context) {
 	for _, r := range w.prot {
 		prot = append(prot, r)
 	}
-	tickets := w.tickets
+	batches := w.tickets
 	clear(w.statuses)
 	clear(w.snaps)
 	clear(w.prot)
-	w.tickets = make([]store.TicketRow, 0, len(tickets))
+	w.tickets = nil
 	w.inFlight = true
 	self, root, e := ctx.Self(), ctx.ActorSystem().Root, w.e
 	go func() {
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var done flushDone
-		if len(tickets) > 0 {
+		if tickets := flatten(batches); len(tickets) > 0 {
 			res, err := store.UpsertTicketsFenced(wctx, e.pool, e.cfg.NodeID, tickets)
 			if err != nil {
 				done.tickets, done.err = tickets, err
@@ -177,4 +182,17 @@ func (w *statusWriter) flush(ctx actor.Context) {
 		}
 		root.Send(self, done)
 	}()
+}
+
+// flatten joins batches of rows in order.
+func flatten[T any](batches [][]T) []T {
+	n := 0
+	for _, b := range batches {
+		n += len(b)
+	}
+	out := make([]T, 0, n)
+	for _, b := range batches {
+		out = append(out, b...)
+	}
+	return out
 }

@@ -22,13 +22,13 @@ func (b *hedgingBook) add(symbol string, volume float64) {
 // hedging plans a hedging follower: every copy is its own position.
 func (p *planner) hedging() {
 	entries := p.entriesByMaster()
-	copies, owner := p.matchCopies()
+	copies := p.matchCopies()
 	book := hedgingBook{lots: make(map[string]float64)}
 	for _, t := range p.knownTickets(copies, entries) {
-		p.manageTicket(t, copies[t], entries[t], owner, &book)
+		p.manageTicket(t, copies.of(t), entries[t], &book)
 	}
 	for _, m := range p.masters {
-		if !p.inScope(m.Ticket) || len(copies[m.Ticket]) > 0 || len(entries[m.Ticket]) > 0 {
+		if !p.inScope(m.Ticket) || len(copies.of(m.Ticket)) > 0 || len(entries[m.Ticket]) > 0 {
 			continue
 		}
 		c, ok := p.evaluate(m)
@@ -42,12 +42,39 @@ func (p *planner) hedging() {
 	}
 }
 
-// matchCopies finds the link's copies on the follower, by master ticket (each list oldest
-// first): through the ticket map first (one master ticket per follower ticket, the map
-// wins over the comment), then through the marker. owner maps the follower tickets the map
-// matched to their master ticket. Positions of the link's magic that match neither are
-// reported as unidentified and left alone.
-func (p *planner) matchCopies() (copies map[int64][]broker.Position, owner map[int64]int64) {
+// matchedCopy is one of the link's copies on the follower: the master ticket it copies, and
+// whether the ticket map says so (mapped) or its marker.
+type matchedCopy struct {
+	master int64
+	mapped bool
+	pos    broker.Position
+}
+
+// copySet is the link's copies on the follower by master ticket (ascending), each master's
+// oldest first. Two slices a plan instead of a map of lists and a map of owners: this runs
+// for every master event of every follower.
+type copySet []matchedCopy
+
+// of returns master ticket t's copies, oldest first.
+func (s copySet) of(t int64) copySet {
+	i, _ := slices.BinarySearchFunc(s, t, func(c matchedCopy, t int64) int { return cmp.Compare(c.master, t) })
+	j := i
+	for j < len(s) && s[j].master == t {
+		j++
+	}
+	return s[i:j]
+}
+
+// has reports whether follower ticket ft is one of the copies.
+func (s copySet) has(ft int64) bool {
+	return slices.ContainsFunc(s, func(c matchedCopy) bool { return c.pos.Ticket == ft })
+}
+
+// matchCopies finds the link's copies on the follower: through the ticket map first (one
+// master ticket per follower ticket, the map wins over the comment), then through the
+// marker. Positions of the link's magic that match neither are reported as unidentified
+// and left alone.
+func (p *planner) matchCopies() copySet {
 	var own []broker.Position
 	for _, f := range p.in.Follower.Positions {
 		if f.Magic == p.in.Link.Magic {
@@ -59,41 +86,50 @@ func (p *planner) matchCopies() (copies map[int64][]broker.Position, owner map[i
 	byTicket := func(a, b broker.Position) int { return cmp.Compare(a.Ticket, b.Ticket) }
 	slices.SortStableFunc(own, byTicket)
 	own = slices.CompactFunc(own, func(a, b broker.Position) bool { return a.Ticket == b.Ticket })
-	isOwn := func(t int64) bool {
-		_, found := slices.BinarySearchFunc(own, t, func(p broker.Position, t int64) int { return cmp.Compare(p.Ticket, t) })
-		return found
+	// One slot per own position: the first map entry naming it, else its marker.
+	copies := make(copySet, len(own))
+	for i, f := range own {
+		copies[i].pos = f
 	}
-
-	owner = make(map[int64]int64)
 	for _, e := range p.entries {
-		if _, taken := owner[e.FollowerTicket]; !taken && isOwn(e.FollowerTicket) {
-			owner[e.FollowerTicket] = e.MasterTicket
+		if i, found := slices.BinarySearchFunc(own, e.FollowerTicket, func(p broker.Position, t int64) int { return cmp.Compare(p.Ticket, t) }); found && !copies[i].mapped {
+			copies[i].master, copies[i].mapped = e.MasterTicket, true
 		}
 	}
-	copies = make(map[int64][]broker.Position)
-	for _, f := range own {
-		if t, ok := owner[f.Ticket]; ok {
-			copies[t] = append(copies[t], f)
-		} else if t, ok := ParseMarker(f.Comment); ok {
-			copies[t] = append(copies[t], f)
-		} else if p.sc.all {
-			p.skip(Skip{FollowerTicket: f.Ticket, Symbol: f.Symbol, Reason: SkipUnidentified,
-				Detail: fmt.Sprintf("magic %d, comment %q, no ticket map entry", f.Magic, f.Comment)})
+	n := 0
+	for _, c := range copies {
+		if !c.mapped {
+			t, ok := ParseMarker(c.pos.Comment)
+			if !ok {
+				if p.sc.all {
+					f := c.pos
+					p.skip(Skip{FollowerTicket: f.Ticket, Symbol: f.Symbol, Reason: SkipUnidentified,
+						Detail: fmt.Sprintf("magic %d, comment %q, no ticket map entry", f.Magic, f.Comment)})
+				}
+				continue
+			}
+			c.master = t
 		}
+		copies[n] = c
+		n++
 	}
-	for _, cs := range copies {
-		slices.SortFunc(cs, byAge)
-	}
-	return copies, owner
+	copies = copies[:n]
+	slices.SortFunc(copies, func(a, b matchedCopy) int {
+		if c := cmp.Compare(a.master, b.master); c != 0 {
+			return c
+		}
+		return byAge(a.pos, b.pos)
+	})
+	return copies
 }
 
 // manageTicket plans the copies cs and entries es of master ticket t: orphans closed (and
 // untracked), a tombstone reported, duplicates closed and the kept copy managed. book
 // counts what stays open.
-func (p *planner) manageTicket(t int64, cs []broker.Position, es []TicketMapEntry, owner map[int64]int64, book *hedgingBook) {
+func (p *planner) manageTicket(t int64, cs copySet, es []TicketMapEntry, book *hedgingBook) {
 	if !p.inScope(t) {
 		for _, c := range cs {
-			book.add(c.Symbol, c.Volume)
+			book.add(c.pos.Symbol, c.pos.Volume)
 		}
 		return
 	}
@@ -106,10 +142,10 @@ func (p *planner) manageTicket(t int64, cs []broker.Position, es []TicketMapEntr
 		}
 		// The entry goes with the copy it points at (with any close when it points at
 		// none): until then it is what finds a copy whose comment was overwritten.
-		mapped := slices.ContainsFunc(cs, func(c broker.Position) bool { return owner[c.Ticket] == t })
+		mapped := slices.ContainsFunc(cs, func(c matchedCopy) bool { return c.mapped })
 		for _, c := range cs {
-			a := closeAction(c, t, ReasonMasterClosed)
-			a.Untrack = len(es) > 0 && (owner[c.Ticket] == t || !mapped)
+			a := closeAction(c.pos, t, ReasonMasterClosed)
+			a.Untrack = len(es) > 0 && (c.mapped || !mapped)
 			p.act(a)
 		}
 	case len(cs) == 0:
@@ -117,17 +153,17 @@ func (p *planner) manageTicket(t int64, cs []broker.Position, es []TicketMapEntr
 			Detail: fmt.Sprintf("copy #%d is no longer on the follower", es[0].FollowerTicket)})
 	default:
 		for _, dup := range cs[1:] {
-			p.act(closeAction(dup, t, ReasonDuplicate))
+			p.act(closeAction(dup.pos, t, ReasonDuplicate))
 		}
-		if v := p.manageCopy(m, cs[0], es); v > 0 {
-			book.add(cs[0].Symbol, v)
+		if v := p.manageCopy(m, cs[0].pos, es); v > 0 {
+			book.add(cs[0].pos.Symbol, v)
 		}
 	}
 }
 
 // knownTickets returns the master tickets that have copies or entries, open masters first
 // (oldest first), then closed ones by ticket.
-func (p *planner) knownTickets(copies map[int64][]broker.Position, entries map[int64][]TicketMapEntry) []int64 {
+func (p *planner) knownTickets(copies copySet, entries map[int64][]TicketMapEntry) []int64 {
 	seen := make(map[int64]bool, len(copies)+len(entries))
 	var open, closed []int64
 	add := func(t int64) {
@@ -139,8 +175,8 @@ func (p *planner) knownTickets(copies map[int64][]broker.Position, entries map[i
 			closed = append(closed, t)
 		}
 	}
-	for t := range copies {
-		add(t)
+	for _, c := range copies {
+		add(c.master)
 	}
 	for t := range entries {
 		add(t)

@@ -72,28 +72,28 @@ func (p *planner) closeAll() {
 // found only by its marker tracked first so that it becomes a tombstone.
 func (p *planner) closeAllHedging() {
 	entries := p.entriesByMaster()
-	copies, owner := p.matchCopies()
+	copies := p.matchCopies()
 	book := hedgingBook{lots: make(map[string]float64)}
 	for _, t := range p.knownTickets(copies, entries) {
 		p.copied[t] = true
 		m, open := p.master(t)
+		cs := copies.of(t)
 		if !open || !p.inScope(t) {
-			p.manageTicket(t, copies[t], entries[t], owner, &book)
+			p.manageTicket(t, cs, entries[t], &book)
 			continue
 		}
-		cs := copies[t]
 		if len(entries[t]) == 0 && len(cs) > 0 && positive(m.Volume) {
-			p.track(t, cs[0].Ticket, cs[0].Volume/m.Volume)
+			p.track(t, cs[0].pos.Ticket, cs[0].pos.Volume/m.Volume)
 		}
 		for _, c := range cs {
-			p.act(closeAction(c, t, ReasonProtection))
+			p.act(closeAction(c.pos, t, ReasonProtection))
 		}
 	}
 	// Positions of the link's magic that neither the map nor a marker identify (Plan leaves
 	// them alone): the magic is the link's own, so they are its copies and are closed too.
 	var unknown []broker.Position
 	for _, f := range p.in.Follower.Positions {
-		if f.Magic == p.in.Link.Magic && p.sc.all && !identified(f.Ticket, copies) &&
+		if f.Magic == p.in.Link.Magic && p.sc.all && !copies.has(f.Ticket) &&
 			!slices.ContainsFunc(unknown, func(u broker.Position) bool { return u.Ticket == f.Ticket }) {
 			unknown = append(unknown, f)
 		}
@@ -102,18 +102,6 @@ func (p *planner) closeAllHedging() {
 	for _, f := range unknown {
 		p.act(closeAction(f, 0, ReasonProtection))
 	}
-}
-
-// identified reports whether follower ticket ft is one of the matched copies.
-func identified(ft int64, copies map[int64][]broker.Position) bool {
-	for _, cs := range copies {
-		for _, c := range cs {
-			if c.Ticket == ft {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // closeAllNetting closes the link's position (and duplicates) on every symbol in scope.
