@@ -347,12 +347,13 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 // StatusWriter (which writes both through the fence at its own pace).
 func (a *accountActor) status(out *accountWrites) {
 	s := a.board.fields()
-	out.status = &store.AccountStatus{
+	out.status, out.hasStatus = store.AccountStatus{
 		ID: a.id, Epoch: a.epoch, Status: s.Phase.String(), LastError: s.LastError,
 		Balance: s.Balance, Equity: s.Equity, EquityUnknown: s.EquityUnknown, At: a.e.now(), LastCopyAt: s.LastCopy,
-	}
+	}, true
 	if ps, seenAt, ok := a.core.Positions(); ok {
-		out.snapshot = &snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)}
+		out.snapshot = snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)}
+		out.hasSnapshot = true
 	}
 }
 

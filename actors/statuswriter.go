@@ -67,11 +67,11 @@ func (w *statusWriter) Receive(ctx actor.Context) {
 		for _, r := range m.protection {
 			w.prot[[2]int64{r.FollowerID, r.LinkID}] = r
 		}
-		if m.status != nil {
-			w.statuses[m.status.ID] = *m.status
+		if m.hasStatus {
+			w.statuses[m.status.ID] = m.status
 		}
-		if m.snapshot != nil {
-			w.snaps[m.snapshot.row.ID] = *m.snapshot
+		if m.hasSnapshot {
+			w.snaps[m.snapshot.row.ID] = m.snapshot
 		}
 	case flushTick:
 		w.flush(ctx)

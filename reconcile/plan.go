@@ -45,7 +45,7 @@ type planner struct {
 	// byTicket indexes masters by ticket when there are more than linearMasters of them;
 	// fewer are searched in place (master): a map per plan was 9 % of a fan-out's bytes.
 	byTicket map[int64]int
-	entries  []TicketMapEntry // this link's, sorted by master then follower ticket
+	entries  []TicketMapEntry // this link's, sorted by master then follower ticket; only read (may be the caller's)
 	res      Result
 	copied   map[int64]bool // closeAll: master tickets that have (or had) a copy
 }
@@ -111,8 +111,15 @@ func (p *planner) index() {
 			p.byTicket[p.masters[i].Ticket] = i
 		}
 	}
+	// The entries too are used in place when they are all this link's and sorted (the
+	// follower core caches them so).
+	link := p.in.Link.ID
+	if slices.IsSortedFunc(p.in.TicketMap, byEntry) && !slices.ContainsFunc(p.in.TicketMap, func(e TicketMapEntry) bool { return e.LinkID != link }) {
+		p.entries = p.in.TicketMap
+		return
+	}
 	for _, e := range p.in.TicketMap {
-		if e.LinkID == p.in.Link.ID {
+		if e.LinkID == link {
 			p.entries = append(p.entries, e)
 		}
 	}

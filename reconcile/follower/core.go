@@ -65,6 +65,10 @@ type Core struct {
 	follower  reconcile.AccountState
 	fetched   bool                                         // follower state came from a reconcile
 	tickets   map[int64]map[int64]reconcile.TicketMapEntry // link → master ticket → entry
+	// sortedTickets caches a link's entries as the planner takes them (sorted by master,
+	// then follower ticket), until the link's map changes: built for every plan, it was a
+	// map walk, a sort and an allocation per master event.
+	sortedTickets map[int64][]reconcile.TicketMapEntry
 	seenAt    time.Time                                    // when the follower's positions were last read or changed by an order
 
 	loading     bool
@@ -273,6 +277,7 @@ func (c *Core) Loaded(at At, m Loaded) *Ready {
 	}
 	if m.WithTickets {
 		c.tickets = map[int64]map[int64]reconcile.TicketMapEntry{}
+		clear(c.sortedTickets)
 		for _, t := range m.Tickets {
 			c.ticketsOf(t.LinkID)[t.MasterTicket] = t
 		}
@@ -306,7 +311,10 @@ func contains(s []int64, v int64) bool {
 	return false
 }
 
+// ticketsOf returns link's entries by master ticket, for a change: the planner's sorted
+// copy is dropped.
 func (c *Core) ticketsOf(link int64) map[int64]reconcile.TicketMapEntry {
+	delete(c.sortedTickets, link)
 	m := c.tickets[link]
 	if m == nil {
 		m = map[int64]reconcile.TicketMapEntry{}
@@ -561,7 +569,12 @@ func (c *Core) startReconcile(now time.Time, cause Cause) {
 	c.note(Note{Kind: NoteReconcileStarted, Cause: cause})
 }
 
+// ticketMap returns link linkID's entries sorted by master, then follower ticket. The
+// slice is shared until the link's map changes: callers only read it.
 func (c *Core) ticketMap(linkID int64) []reconcile.TicketMapEntry {
+	if tm, ok := c.sortedTickets[linkID]; ok {
+		return tm
+	}
 	tm := make([]reconcile.TicketMapEntry, 0, len(c.tickets[linkID]))
 	for _, t := range c.tickets[linkID] {
 		tm = append(tm, t)
@@ -569,6 +582,10 @@ func (c *Core) ticketMap(linkID int64) []reconcile.TicketMapEntry {
 	slices.SortFunc(tm, func(a, b reconcile.TicketMapEntry) int {
 		return cmp.Or(cmp.Compare(a.MasterTicket, b.MasterTicket), cmp.Compare(a.FollowerTicket, b.FollowerTicket))
 	})
+	if c.sortedTickets == nil {
+		c.sortedTickets = map[int64][]reconcile.TicketMapEntry{}
+	}
+	c.sortedTickets[linkID] = tm
 	return tm
 }
 

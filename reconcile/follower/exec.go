@@ -159,7 +159,8 @@ func (c *Core) OrderDone(at At, out OrderOutcome) *Ready {
 		// account takes other inputs meanwhile.
 		c.resend.waiting, c.resend.err = true, out.Err
 		c.ready.ResendIn = backoff.Delay(c.order.Attempt, 50*time.Millisecond, time.Second)
-		c.note(Note{Kind: NoteOrderRetry, Err: out.Err, Action: &act, Failure: f})
+		noted := act // its own variable: taking act's address would move act to the heap on every order
+		c.note(Note{Kind: NoteOrderRetry, Err: out.Err, Action: &noted, Failure: f})
 		return c.done()
 	}
 	r.ai++
@@ -173,7 +174,8 @@ func (c *Core) OrderDone(at At, out OrderOutcome) *Ready {
 		c.status.Dropped++
 		c.setPhase(PhaseDirty)
 		c.ready.Journal = append(c.ready.Journal, Journal{Time: now, Action: act.String(), MasterTicket: act.MasterTicket, Result: "dropped"})
-		c.note(Note{Kind: NoteDropped, Action: &act})
+		noted := act
+		c.note(Note{Kind: NoteDropped, Action: &noted})
 		r.stopped, r.cur = true, -1
 	case out.Err != nil:
 		c.ready.Journal = append(c.ready.Journal, Journal{Time: r.linkStart, Link: l.id, Action: act.String(), MasterTicket: act.MasterTicket,
