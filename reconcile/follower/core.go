@@ -69,7 +69,7 @@ type Core struct {
 	// then follower ticket), until the link's map changes: built for every plan, it was a
 	// map walk, a sort and an allocation per master event.
 	sortedTickets map[int64][]reconcile.TicketMapEntry
-	seenAt    time.Time                                    // when the follower's positions were last read or changed by an order
+	seenAt        time.Time // when the follower's positions were last read or changed by an order
 
 	loading     bool
 	loadFails   int
