@@ -245,17 +245,7 @@ const statusChunk = 500
 // that lost an account cannot overwrite what the new owner wrote, even from a queue.
 func WriteStatusesFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []AccountStatus) (FencedResult, error) {
 	rows = lastPerKey(rows, func(r AccountStatus) int64 { return r.ID })
-	var total FencedResult
-	for len(rows) > 0 {
-		n := min(len(rows), statusChunk)
-		res, err := writeStatuses(ctx, pool, node, rows[:n])
-		total.Applied, total.Refused = total.Applied+res.Applied, total.Refused+res.Refused
-		if err != nil {
-			return total, err
-		}
-		rows = rows[n:]
-	}
-	return total, nil
+	return inBatches(rows, statusChunk, func(batch []AccountStatus) (FencedResult, error) { return writeStatuses(ctx, pool, node, batch) })
 }
 
 func writeStatuses(ctx context.Context, pool *pgxpool.Pool, node string, rows []AccountStatus) (FencedResult, error) {

@@ -228,3 +228,35 @@ func TestFencedWritesDoNotWaitForRenewals(t *testing.T) {
 		t.Fatalf("a claim took an account under a fenced write's lock: %+v", b.Owned)
 	}
 }
+
+// TestFencedTicketUpsertsInBatches: a write larger than one statement's batch stores every
+// row, a key repeated in a later batch ends with the later row, and the counts add up.
+func TestFencedTicketUpsertsInBatches(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 1)
+	seedAccounts(t, db.Pool, "mt5", "master", 50, 1)
+	var link int64
+	if err := db.Pool.QueryRow(ctxT(t), `INSERT INTO copy_links (master_id, follower_id, magic) VALUES (50, 1, 7) RETURNING id`).Scan(&link); err != nil {
+		t.Fatal(err)
+	}
+	ep := cycle(t, db.Pool, "a", nil, 1).Owned[0].Epoch
+	const n = 2500 // two full batches and a part
+	var rows []store.TicketRow
+	for i := range int64(n) {
+		rows = append(rows, store.TicketRow{FollowerID: 1, Epoch: ep, LinkID: link, MasterTicket: 1 + i, FollowerTicket: 10_000 + i, Volume: 1})
+	}
+	rows = append(rows, store.TicketRow{FollowerID: 1, Epoch: ep, LinkID: link, MasterTicket: 1, FollowerTicket: 10_000, Volume: 2}) // key of the first batch, in the last
+	res, err := store.UpsertTicketsFenced(ctxT(t), db.Pool, "a", rows)
+	if err != nil || res.Applied != n+1 || res.Refused != 0 {
+		t.Fatalf("upsert of %d rows: %+v, %v", len(rows), res, err)
+	}
+	var total int
+	var vol float64
+	if err := db.Pool.QueryRow(ctxT(t), `SELECT count(*), (SELECT volume FROM copy_positions WHERE master_ticket = 1) FROM copy_positions`).Scan(&total, &vol); err != nil {
+		t.Fatal(err)
+	}
+	if total != n || vol != 2 {
+		t.Fatalf("ticket map: %d rows, first volume %v; want %d and 2 (the later row)", total, vol, n)
+	}
+}

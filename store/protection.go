@@ -83,11 +83,17 @@ func ProtectionStates(ctx context.Context, pool *pgxpool.Pool, followerID int64)
 	return out, nil
 }
 
-// WriteProtectionFenced writes a batch of protection states in one statement, through the
+// WriteProtectionFenced writes a batch of protection states (a statement per writeBatch), through the
 // lease fence: a row lands only where the follower's node_id is this node and its
 // lease_epoch is the row's epoch, and only if the row's reset generation is still the
 // stored one (an operator reset in between wins).
 func WriteProtectionFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []ProtectionRow) (FencedResult, error) {
+	return inBatches(rows, writeBatch, func(batch []ProtectionRow) (FencedResult, error) {
+		return writeProtectionFenced(ctx, pool, node, batch)
+	})
+}
+
+func writeProtectionFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []ProtectionRow) (FencedResult, error) {
 	rows = lastPerKey(rows, func(r ProtectionRow) [2]int64 { return [2]int64{r.FollowerID, r.LinkID} })
 	if len(rows) == 0 {
 		return FencedResult{}, nil

@@ -19,10 +19,16 @@ type PositionsSnapshot struct {
 	SeenAt    time.Time
 }
 
-// WriteSnapshotsFenced writes a batch of positions snapshots in one statement, through the
+// WriteSnapshotsFenced writes a batch of positions snapshots (a statement per writeBatch), through the
 // same fence as statuses: a row lands only where node_id is this node and lease_epoch is
 // the row's epoch (the owner rows are share-locked in id order, like the ticket map's).
 func WriteSnapshotsFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []PositionsSnapshot) (FencedResult, error) {
+	return inBatches(rows, writeBatch, func(batch []PositionsSnapshot) (FencedResult, error) {
+		return writeSnapshotsFenced(ctx, pool, node, batch)
+	})
+}
+
+func writeSnapshotsFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []PositionsSnapshot) (FencedResult, error) {
 	rows = lastPerKey(rows, func(r PositionsSnapshot) int64 { return r.ID })
 	if len(rows) == 0 {
 		return FencedResult{}, nil

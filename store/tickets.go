@@ -46,11 +46,15 @@ type TicketRow struct {
 	ClosedAt       time.Time // zero: open
 }
 
-// UpsertTicketsFenced inserts or updates ticket-map rows in one statement, each only where
+// UpsertTicketsFenced inserts or updates ticket-map rows (a statement per writeBatch), each only where
 // its follower is still owned by node at the row's epoch. The follower rows are share-locked
 // (in id order) so a concurrent claim either commits first (and the row is refused) or
 // waits.
 func UpsertTicketsFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []TicketRow) (FencedResult, error) {
+	return inBatches(rows, writeBatch, func(batch []TicketRow) (FencedResult, error) { return upsertTicketsFenced(ctx, pool, node, batch) })
+}
+
+func upsertTicketsFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []TicketRow) (FencedResult, error) {
 	// One statement may not upsert one key twice: the last write of a key wins.
 	rows = lastPerKey(rows, func(r TicketRow) [3]int64 {
 		return [3]int64{r.FollowerID, r.LinkID, r.MasterTicket}
