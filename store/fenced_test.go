@@ -88,15 +88,7 @@ func TestStatusWithUnknownEquity(t *testing.T) {
 
 func TestFencedTicketUpserts(t *testing.T) {
 	t.Parallel()
-	db := storetest.NewDB(t)
-	seedAccounts(t, db.Pool, "mt5", "follower", 1, 1)
-	seedAccounts(t, db.Pool, "mt5", "master", 50, 1)
-	var link int64
-	if err := db.Pool.QueryRow(ctxT(t), `INSERT INTO copy_links (master_id, follower_id, magic) VALUES (50, 1, 7) RETURNING id`).Scan(&link); err != nil {
-		t.Fatal(err)
-	}
-	a := cycle(t, db.Pool, "a", nil, 1)
-	ep := a.Owned[0].Epoch
+	db, link, ep := ownedFollowerWithLink(t)
 	rows := []store.TicketRow{
 		{FollowerID: 1, Epoch: ep, LinkID: link, MasterTicket: 10, FollowerTicket: 100, Volume: 1},
 		{FollowerID: 1, Epoch: ep, LinkID: link, MasterTicket: 11, FollowerTicket: 101, Volume: 2},
@@ -233,14 +225,7 @@ func TestFencedWritesDoNotWaitForRenewals(t *testing.T) {
 // row, a key repeated in a later batch ends with the later row, and the counts add up.
 func TestFencedTicketUpsertsInBatches(t *testing.T) {
 	t.Parallel()
-	db := storetest.NewDB(t)
-	seedAccounts(t, db.Pool, "mt5", "follower", 1, 1)
-	seedAccounts(t, db.Pool, "mt5", "master", 50, 1)
-	var link int64
-	if err := db.Pool.QueryRow(ctxT(t), `INSERT INTO copy_links (master_id, follower_id, magic) VALUES (50, 1, 7) RETURNING id`).Scan(&link); err != nil {
-		t.Fatal(err)
-	}
-	ep := cycle(t, db.Pool, "a", nil, 1).Owned[0].Epoch
+	db, link, ep := ownedFollowerWithLink(t)
 	const n = 2500 // two full batches and a part
 	var rows []store.TicketRow
 	for i := range int64(n) {
@@ -259,4 +244,17 @@ func TestFencedTicketUpsertsInBatches(t *testing.T) {
 	if total != n || vol != 2 {
 		t.Fatalf("ticket map: %d rows, first volume %v; want %d and 2 (the later row)", total, vol, n)
 	}
+}
+
+// ownedFollowerWithLink sets up follower 1 copying master 50 (the returned link), owned by
+// node "a" at the returned epoch.
+func ownedFollowerWithLink(t *testing.T) (db *storetest.DB, link, epoch int64) {
+	t.Helper()
+	db = storetest.NewDB(t)
+	seedAccounts(t, db.Pool, "mt5", "follower", 1, 1)
+	seedAccounts(t, db.Pool, "mt5", "master", 50, 1)
+	if err := db.Pool.QueryRow(ctxT(t), `INSERT INTO copy_links (master_id, follower_id, magic) VALUES (50, 1, 7) RETURNING id`).Scan(&link); err != nil {
+		t.Fatal(err)
+	}
+	return db, link, cycle(t, db.Pool, "a", nil, 1).Owned[0].Epoch
 }
