@@ -191,9 +191,6 @@ func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 		}
 		a.board.addJournal(j)
 	}
-	for i := range rd.Notes {
-		a.noted(&rd.Notes[i])
-	}
 	var out accountWrites // one message to the StatusWriter, not one per kind of row
 	if len(rd.Tickets) > 0 {
 		rows := make([]store.TicketRow, len(rd.Tickets))
@@ -216,6 +213,10 @@ func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 	}
 	if !out.empty() {
 		ctx.Send(a.e.writer, out)
+	}
+	// Notes after the writes: an observer that sees a step's signal can flush its rows.
+	for i := range rd.Notes {
+		a.noted(&rd.Notes[i])
 	}
 	if rd.MastersChanged {
 		masters := make(map[int64]store.Account, len(rd.Masters))

@@ -368,6 +368,25 @@ func (n *Node) SetDraining(draining bool) {
 	n.system.Root.Send(n.keeper, leasekeeper.SetDraining{Draining: draining})
 }
 
+// Flush writes what the StatusWriter holds now (statuses, positions snapshots, ticket-map
+// rows, protection states) and waits for the write: at most until ctx's deadline, or a
+// minute without one. Writes an account sends after the call go with the next flush. For operators' tools and benchmarks: the node
+// flushes on its own every FlushEvery and before every renewal.
+func (n *Node) Flush(ctx context.Context) error {
+	timeout := time.Minute
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	res, err := n.system.Root.RequestFuture(n.e.writer, leasekeeper.Flush{}, max(timeout, time.Millisecond)).Result()
+	if err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	if done, ok := res.(leasekeeper.Flushed); ok && done.Err != nil {
+		return fmt.Errorf("flush: %w", done.Err)
+	}
+	return nil
+}
+
 // Stop shuts the node down cleanly: every gate closes, every AccountActor stops (finishing
 // its in-flight order), the buffered statuses are written, the leases of the accounts
 // whose actors ended with nothing in flight are released so other nodes can claim at once
