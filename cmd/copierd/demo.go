@@ -71,6 +71,7 @@ type demoFlags struct {
 	broker                     string // "sim" or "fix"
 	fixDialect                 string // with --broker fix: "ctrader" or "fix44"
 	losingAfter                time.Duration
+	gcPercent                  int
 }
 
 // runDemo is the demo subcommand.
@@ -92,6 +93,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.interval, "interval", time.Second, "lease cycle interval of the nodes")
 	fs.Float64Var(&f.rate, "rate", 4, "master trading events per second, over all masters")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the trading generator and the simulator")
+	addGCPercentFlag(fs, &f.gcPercent)
 	fs.StringVar(&f.logFormat, "log-format", "console", "log format: json or console")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level: trace, debug, info, warn or error")
 	fs.StringVar(&f.broker, "broker", "sim", `how the nodes reach the simulator: "sim" (in-process) or "fix" (FIX 4.4 over loopback, through the simulator's FIX front)`)
@@ -125,6 +127,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if d, err := fixwire.ParseDialect(f.fixDialect); err != nil || d == "" {
 		return usageErr(fmt.Errorf("--fix-dialect %q: want ctrader or fix44", f.fixDialect))
+	}
+	if _, _, err := applyGCPercent(fs, f.gcPercent); err != nil {
+		return usageErr(err)
 	}
 	if f.fixDialect == string(fixwire.DialectFIX44) {
 		switch {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -105,10 +106,20 @@ func TestKubernetesManifests(t *testing.T) {
 	flags := runFlagNames(t)
 	env := map[string]corev1.EnvVar{}
 	for _, e := range c.Env {
-		if !flags[e.Name] {
+		if !flags[e.Name] && e.Name != "GOMEMLIMIT" {
 			t.Errorf("env %s is no flag of copierd run", e.Name)
 		}
 		env[e.Name] = e
+	}
+	// The runtime's soft memory limit sits below the container's hard one, with room for
+	// what is not heap (stacks, the runtime's own): else the collector would not start
+	// before the kernel kills the pod.
+	if v, ok := env["GOMEMLIMIT"]; ok {
+		soft, err := parseGoMemLimit(v.Value)
+		hard := c.Resources.Limits.Memory().Value()
+		if err != nil || hard == 0 || soft > hard*9/10 {
+			t.Errorf("GOMEMLIMIT %q (%d bytes, %v) must be at most 90 %% of the memory limit (%d bytes)", v.Value, soft, err, hard)
+		}
 	}
 	budget := leasekeeper.DefaultShutdownTimeout
 	if v, ok := env["COPIER_SHUTDOWN_TIMEOUT"]; ok {
@@ -204,4 +215,25 @@ func TestKubernetesManifests(t *testing.T) {
 		sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
 		t.Errorf("container security context too permissive: %+v", sc)
 	}
+}
+
+// parseGoMemLimit reads GOMEMLIMIT as the runtime does: bytes with an optional B, KiB,
+// MiB, GiB or TiB suffix.
+func parseGoMemLimit(v string) (int64, error) {
+	units := []struct {
+		suffix string
+		factor int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+	factor := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(v, u.suffix) {
+			v, factor = strings.TrimSuffix(v, u.suffix), u.factor
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("not a size: %q", v)
+	}
+	return n * factor, nil
 }

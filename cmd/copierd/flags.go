@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/snapcopier/copier/internal/gctune"
 )
 
 // newFlagSet returns a flag set for a subcommand that reports errors instead of exiting.
@@ -72,4 +74,21 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
 		return exitUsage, false
 	}
 	return exitOK, true
+}
+
+// addGCPercentFlag registers --gc-percent on fs: the commands that run nodes take it.
+func addGCPercentFlag(fs *flag.FlagSet, p *int) {
+	fs.IntVar(p, "gc-percent", gctune.DefaultPercent, fmt.Sprintf("the Go collector's heap target in per cent, as GOGC (%d–%d): collect when the heap has grown this much since the last collection; a GOGC variable wins over this default but not over the flag given; GOMEMLIMIT still bounds the heap", gctune.MinPercent, gctune.MaxPercent))
+}
+
+// applyGCPercent applies --gc-percent (internal/gctune): the flag, given on the command
+// line or as COPIER_GC_PERCENT, wins over GOGC; its default does not.
+func applyGCPercent(fs *flag.FlagSet, percent int) (string, gctune.Source, error) {
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "gc-percent" })
+	v, from, err := gctune.Apply(percent, explicit, os.Getenv)
+	if err != nil {
+		return "", "", fmt.Errorf("--gc-percent: %w", err)
+	}
+	return v, from, nil
 }

@@ -60,6 +60,8 @@ func TestCLIErrors(t *testing.T) {
 		{"run unknown flag", []string{"run", "--nope"}, exitUsage, "(see: copierd run -h)"},
 		{"migrate unreachable", []string{"migrate", "--database-url", "postgres://u@127.0.0.1:1/db", "--timeout", "5s"}, exitFailure, "connection refused"},
 		{"migrate stray argument", []string{"migrate", "extra"}, exitUsage, `unexpected argument "extra"`},
+		{"run gc percent too low", []string{"run", "--database-url", "postgres://u@h/db", "--platform", "sim", "--broker", "sim", "--gc-percent", "5"}, exitUsage, "--gc-percent: gc percent 5 out of range [10, 10000]"},
+		{"demo gc percent too high", []string{"demo", "--gc-percent", "20000"}, exitUsage, "--gc-percent: gc percent 20000 out of range [10, 10000]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -73,6 +73,7 @@ type runFlags struct {
 	trustedProxies                               string
 	migrate, noListen                            bool
 	maxHandOffs                                  int
+	gcPercent                                    int
 }
 
 // runRun is the run subcommand.
@@ -102,6 +103,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.traceCopies, "trace-copies", "", "record every order's stages (master event, feed, mailbox, reconcile queue, broker slot, wire, reply) and write them to this file when the node stops (load tests; off by default)")
 	fs.IntVar(&f.httpMaxConns, "http-max-conns", 0, "most HTTP connections open at once; a newcomer displaces the oldest without a request in progress, else the oldest anonymous one with a request in progress, else waits (0: a quarter of the file descriptor limit, at most 256)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR networks of TLS-terminating reverse proxies whose X-Forwarded-Proto (Secure session cookies) and X-Forwarded-For (login throttling) are believed")
+	addGCPercentFlag(fs, &f.gcPercent)
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
@@ -160,6 +162,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(err)
 	}
+	gcPercent, gcFrom, err := applyGCPercent(fs, f.gcPercent)
+	if err != nil {
+		return usageErr(err)
+	}
 	log, err := newLogger(stderr, f.logFormat, f.logLevel)
 	if err != nil {
 		return usageErr(err)
@@ -200,6 +206,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sd := &systemdReporter{n: notifier, log: log}
 	log.Info().Str("platform", cfg.Platform).Int("capacity", cfg.Capacity).Str("broker", bk.String()).
 		Str("db_host", pgcfg.ConnConfig.Host).Uint16("db_port", pgcfg.ConnConfig.Port).Str("db_name", pgcfg.ConnConfig.Database).
+		Str("gc_percent", gcPercent).Str("gc_percent_from", string(gcFrom)).
 		Msg("starting")
 
 	// The HTTP endpoint comes up first, so /healthz answers while the node waits for its
