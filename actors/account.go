@@ -247,6 +247,9 @@ func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 	if rd.Expedite {
 		ctx.Send(a.e.reconciler, reconcileExpedite{accountID: a.id})
 	}
+	if rd.Prioritize {
+		ctx.Send(a.e.reconciler, reconcilePrioritize{accountID: a.id})
+	}
 	if rd.Load != nil {
 		a.load(ctx, *rd.Load)
 	}

@@ -68,6 +68,10 @@ const grantTimeout = 10 * time.Second
 // ahead of the other background ones, if it has not started yet (follower.Ready.Expedite).
 type reconcileExpedite struct{ accountID int64 }
 
+// reconcilePrioritize asks the Reconciler to start an account's waiting reconcile ahead
+// of every other: a stop-out waits for it (follower.Ready.Prioritize).
+type reconcilePrioritize struct{ accountID int64 }
+
 // reconciler is the actor that runs reconciles with bounded concurrency and a start rate;
 // a second request for an account still waiting replaces the first (they coalesce).
 //
@@ -81,7 +85,10 @@ type reconcileExpedite struct{ accountID int64 }
 // without a turn waits in the background lane, and is expedited to the front lane when
 // something waits for it.
 type reconciler struct {
-	cfg        reconcilerConfig
+	cfg reconcilerConfig
+	// protection is the lane ahead of all: reconciles a stop-out (or its end) waits for,
+	// whose closes must not queue behind the copies and repairs of other accounts.
+	protection []int64
 	urgent     []int64 // account ids; an id whose pending entry is gone or moved is skipped
 	background []int64
 	pending    map[int64]pendingReconcile
@@ -100,6 +107,7 @@ type reconciler struct {
 type pendingReconcile struct {
 	req        reconcileRequest
 	background bool
+	protection bool // in the protection lane (never also background)
 	turn       bool // a periodic repair on its turn: front lane, counted as background work
 }
 
@@ -139,6 +147,10 @@ func (r *reconciler) Receive(ctx actor.Context) {
 		if r.expedite(m.accountID) {
 			r.pump(ctx)
 		}
+	case reconcilePrioritize:
+		if r.prioritize(m.accountID) {
+			r.pump(ctx)
+		}
 	case jobDone:
 		r.running--
 		if m.background {
@@ -157,6 +169,10 @@ func (r *reconciler) Receive(ctx actor.Context) {
 // enqueue adds a request to its lane, or replaces the one the account has waiting (which
 // moves to the front lane when the new one belongs there).
 func (r *reconciler) enqueue(m reconcileRequest) {
+	if m.ask.Cause == follower.CauseProtection {
+		r.enqueueProtection(m)
+		return
+	}
 	background := m.ask.Cause == follower.CausePeriodic
 	_, turn := r.granted[m.accountID]
 	turn = turn && background
@@ -166,6 +182,10 @@ func (r *reconciler) enqueue(m reconcileRequest) {
 	}
 	if p, waiting := r.pending[m.accountID]; waiting {
 		r.coalesced++
+		if p.protection { // it keeps its place in the protection lane
+			r.pending[m.accountID] = pendingReconcile{req: m, protection: true}
+			return
+		}
 		background = background && p.background
 		if p.background && !background {
 			r.urgent = append(r.urgent, m.accountID)
@@ -181,11 +201,36 @@ func (r *reconciler) enqueue(m reconcileRequest) {
 	}
 }
 
+// enqueueProtection adds a protection request to the protection lane, or replaces the
+// request the account has waiting and moves it there.
+func (r *reconciler) enqueueProtection(m reconcileRequest) {
+	p, waiting := r.pending[m.accountID]
+	if waiting {
+		r.coalesced++
+	}
+	if !waiting || !p.protection {
+		r.protection = append(r.protection, m.accountID)
+	}
+	r.pending[m.accountID] = pendingReconcile{req: m, protection: true}
+}
+
+// prioritize moves an account's waiting request to the protection lane; false when it
+// has none (started already) or it is there already.
+func (r *reconciler) prioritize(id int64) bool {
+	p, ok := r.pending[id]
+	if !ok || p.protection {
+		return false
+	}
+	r.pending[id] = pendingReconcile{req: p.req, protection: true}
+	r.protection = append(r.protection, id)
+	return true
+}
+
 // expedite moves an account's waiting background request to the front lane; false when
 // it has none (started already, or not a background one).
 func (r *reconciler) expedite(id int64) bool {
 	p, ok := r.pending[id]
-	if !ok || !p.background {
+	if !ok || !p.background || p.protection {
 		return false
 	}
 	p.background = false
@@ -194,21 +239,21 @@ func (r *reconciler) expedite(id int64) bool {
 	return true
 }
 
-// next takes the next request to start: the front lane first, then the background one
-// while background jobs hold less than half the concurrency (the other half is kept for
-// the front lane, so a copy never waits for a slot behind repairs). Ids left behind by a
-// move or an earlier start are dropped on the way.
+// next takes the next request to start: the protection lane first, then the front lane,
+// then the background one while background jobs hold less than half the concurrency (the
+// other half is kept for the front lane, so a copy never waits for a slot behind
+// repairs). Ids left behind by a move or an earlier start are dropped on the way.
 func (r *reconciler) next() (req reconcileRequest, background, ok bool) {
-	lanes := []*[]int64{&r.urgent}
+	lanes := []*[]int64{&r.protection, &r.urgent}
 	if r.bgRoom() {
 		lanes = append(lanes, &r.background)
 	}
 	for _, lane := range lanes {
-		background := lane == &r.background
+		background, protection := lane == &r.background, lane == &r.protection
 		for len(*lane) > 0 {
 			id := (*lane)[0]
 			*lane = (*lane)[1:]
-			if p, ok := r.pending[id]; ok && p.background == background {
+			if p, ok := r.pending[id]; ok && p.background == background && p.protection == protection {
 				delete(r.pending, id)
 				return p.req, background || p.turn, true
 			}
@@ -246,7 +291,7 @@ func (r *reconciler) grant(ctx actor.Context, now time.Time) {
 			delete(r.granted, id)
 		}
 	}
-	for len(r.wants) > 0 && len(r.urgent) == 0 && r.bgRoom() {
+	for len(r.wants) > 0 && len(r.urgent) == 0 && len(r.protection) == 0 && r.bgRoom() {
 		w := r.wants[0]
 		r.wants = r.wants[1:]
 		delete(r.wanted, w.accountID)

@@ -14,28 +14,7 @@ import (
 // most half the concurrency; an expedited or re-asked one moves to the front lane; a
 // second request for a waiting account replaces the first without a second job.
 func TestReconcilerLanes(t *testing.T) {
-	r := newReconciler(reconcilerConfig{Concurrency: 4})().(*reconciler)
-	ask := func(id int64, cause follower.Cause) {
-		r.enqueue(reconcileRequest{accountID: id, ask: follower.Ask{Cause: cause}})
-	}
-	start := func() (int64, bool) {
-		req, bg, ok := r.next()
-		if !ok {
-			return 0, false
-		}
-		r.running++
-		if bg {
-			r.runningBg++
-		}
-		return req.accountID, bg
-	}
-	want := func(id int64, bg bool) {
-		t.Helper()
-		got, gotBg := start()
-		if got != id || gotBg != bg {
-			t.Fatalf("started %d (background %v), want %d (background %v)", got, gotBg, id, bg)
-		}
-	}
+	r, ask, start, want := laneHarness(t, 4)
 	ask(1, follower.CausePeriodic)
 	ask(2, follower.CausePeriodic)
 	ask(3, follower.CausePeriodic)
@@ -118,4 +97,71 @@ func TestReconcilerTurns(t *testing.T) {
 	if len(r.wants) != 1 || r.wants[0].pid != newer {
 		t.Fatalf("wants %v, want one, for the newest actor", r.wants)
 	}
+}
+
+// laneHarness is a Reconciler of concurrency n without an actor around it: ask enqueues,
+// start takes the next job as pump would, want checks the next job started.
+func laneHarness(t *testing.T, n int) (r *reconciler, ask func(int64, follower.Cause), start func() (int64, bool), want func(int64, bool)) {
+	r = newReconciler(reconcilerConfig{Concurrency: n})().(*reconciler)
+	ask = func(id int64, cause follower.Cause) {
+		r.enqueue(reconcileRequest{accountID: id, ask: follower.Ask{Cause: cause}})
+	}
+	start = func() (int64, bool) {
+		req, bg, ok := r.next()
+		if !ok {
+			return 0, false
+		}
+		r.running++
+		if bg {
+			r.runningBg++
+		}
+		return req.accountID, bg
+	}
+	want = func(id int64, bg bool) {
+		t.Helper()
+		got, gotBg := start()
+		if got != id || gotBg != bg {
+			t.Fatalf("started %d (background %v), want %d (background %v)", got, gotBg, id, bg)
+		}
+	}
+	return r, ask, start, want
+}
+
+// TestReconcilerProtectionLane: a reconcile a stop-out waits for starts ahead of every
+// other, whether asked for as such (CauseProtection) or prioritized while it waits; a
+// later request of its account keeps its place, and a stale lane entry never runs twice.
+func TestReconcilerProtectionLane(t *testing.T) {
+	r, ask, start, want := laneHarness(t, 8)
+	ask(1, follower.CauseGap)
+	ask(2, follower.CauseAgain)
+	ask(3, follower.CausePeriodic)
+	ask(4, follower.CauseAgain)
+	ask(5, follower.CauseProtection)
+	if !r.prioritize(4) || r.prioritize(4) || r.prioritize(9) {
+		t.Fatal("prioritize: want true once for a waiting request, false otherwise")
+	}
+	if !r.prioritize(3) {
+		t.Fatal("prioritize: a waiting background request moves too")
+	}
+	ask(4, follower.CauseGap) // coalesces: 4 keeps its place in the protection lane
+	if r.expedite(3) {
+		t.Fatal("expedite moved a prioritized request out of the protection lane")
+	}
+	want(5, false)
+	want(4, false)
+	want(3, false)
+	want(1, false)
+	want(2, false)
+	if id, _ := start(); id != 0 {
+		t.Fatalf("started %d from an empty queue (a stale lane entry ran twice)", id)
+	}
+	// Nothing periodic gets a turn while a protection reconcile waits.
+	r.running = 0
+	ask(6, follower.CauseProtection)
+	r.want(repairWanted{accountID: 7})
+	r.grant(nil, time.Now())
+	if len(r.granted) != 0 {
+		t.Fatalf("turns %v given while a protection reconcile waits", r.granted)
+	}
+	want(6, false)
 }

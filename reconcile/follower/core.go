@@ -78,6 +78,7 @@ type Core struct {
 	again       bool
 	againCause  Cause     // why the next reconcile is due, when a cause arrived during one
 	expedited   bool      // the background reconcile in flight was asked to be expedited
+	prioritized bool      // the reconcile in flight was asked to start ahead of all (Ready.Prioritize)
 	periodicRan bool      // a periodic repair ran: the next comes ReconcileEvery after the last reconcile
 	wantRepair  bool      // a turn for the periodic repair was asked for (Ready.WantRepair) ...
 	wantedAt    time.Time // ... at this time
@@ -519,6 +520,10 @@ func (c *Core) maybeReconcile(now time.Time, cause Cause) {
 		}
 		c.repairCause = CauseNone
 		c.expedite()
+		if cause == CauseProtection && !c.prioritized {
+			c.prioritized = true
+			c.ready.Prioritize = true
+		}
 		return
 	}
 	if c.run.kind != runNone {
@@ -559,7 +564,7 @@ func (c *Core) startReconcile(now time.Time, cause Cause) {
 	}
 	c.reconciling, c.reconCause, c.again, c.againCause, c.dirty, c.repairCause, c.afterRun = true, cause, false, CauseNone, false, CauseNone, CauseNone
 	c.held = nil // the reconcile reads the master afresh: it covers the events held back
-	c.expedited = false
+	c.expedited, c.prioritized = false, false
 	c.reconProtGen = c.protGen
 	c.lastRecon = now
 	c.status.Reconciles++

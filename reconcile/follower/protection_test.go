@@ -67,6 +67,44 @@ func TestStopOut(t *testing.T) {
 	}
 }
 
+// TestStopOutWhileReconcilingPrioritizes: a stop-out that comes while a reconcile is in
+// flight asks, once, that it start ahead of every other (its plan will be discarded and
+// the protection reconcile that closes the copies follows it); nothing else asks that.
+func TestStopOutWhileReconcilingPrioritizes(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.rd = h.c.Start(Status{})
+	h.rd = h.c.Loaded(h.at(), Loaded{Config: config(1, ""), Protection: Protection{Limits: []byte(`{"max_drawdown":{"percent":10}}`)}, WithTickets: true})
+	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5)
+	h.rd = h.c.TokenDone(h.tick(), nil, false)
+	if h.rd.Prioritize {
+		t.Fatal("the first reconcile asked to be prioritized")
+	}
+	h.wantReconcile(CauseStart)
+	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil) // equity 10,000
+
+	h.event(broker.Opened, 1, 9, h.mpos(400)) // a gap: a reconcile, in flight from here
+	h.wantReconcile(CauseGap)
+	h.event(broker.Opened, 1, 10, h.mpos(401))
+	if h.rd.Prioritize {
+		t.Fatal("an event during the reconcile asked to prioritize it")
+	}
+	h.rd = h.c.EquityRead(h.at(), broker.AccountInfo{Login: "f", Balance: 10_000, Equity: 8_000, Mode: broker.Hedging})
+	if h.c.Status().StopOut == "" || !h.rd.Prioritize {
+		t.Fatalf("stop-out %q during a reconcile: Prioritize %v, want true", h.c.Status().StopOut, h.rd.Prioritize)
+	}
+	h.rd = h.c.EquityRead(h.at(), broker.AccountInfo{Login: "f", Balance: 10_000, Equity: 7_000, Mode: broker.Hedging})
+	if h.rd.Prioritize {
+		t.Fatal("asked to prioritize the same reconcile twice")
+	}
+	losing := state("f", broker.Hedging)
+	losing.Info.Equity = 7_000
+	h.answer(losing, state("m", broker.Hedging), map[int64]reconcile.Result{1: opens(400)})
+	if h.rd.Send != nil {
+		t.Fatalf("the plan made before the stop-out was carried out: %+v", h.rd.Send.Action)
+	}
+	h.wantReconcile(CauseProtection)
+}
+
 // TestResetAdoptsTheStoredState: a reload that finds a newer operator-reset generation
 // adopts the stored state; one with the same generation keeps the Core's own, which is
 // ahead of the database.

@@ -34,6 +34,11 @@ type Ready struct {
 	// now something waits for it (a master event to copy): if the Reconciler has not
 	// started it yet, it should start it ahead of the other background repairs.
 	Expedite bool
+	// Prioritize: a stop-out started or ended while the reconcile in flight was asked
+	// for; its plan will be discarded and a protection reconcile (Cause CauseProtection)
+	// follows it. If the Reconciler has not started it yet, it should start it ahead of
+	// every other reconcile, so the stop-out's closes do not wait in its queue.
+	Prioritize bool
 	// FlushEvents: events were held back (EventBehind); step FlushEvents after the events
 	// now waiting in the mailbox (send it to yourself: it queues behind them).
 	FlushEvents bool
