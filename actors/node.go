@@ -370,8 +370,9 @@ func (n *Node) SetDraining(draining bool) {
 
 // Flush writes what the StatusWriter holds now (statuses, positions snapshots, ticket-map
 // rows, protection states) and waits for the write: at most until ctx's deadline, or a
-// minute without one. Writes an account sends after the call go with the next flush. For operators' tools and benchmarks: the node
-// flushes on its own every FlushEvery and before every renewal.
+// minute without one. Writes an account sends after the call go with the next flush.
+// For operators' tools and benchmarks: the node flushes on its own every FlushEvery and
+// before every renewal.
 func (n *Node) Flush(ctx context.Context) error {
 	timeout := time.Minute
 	if dl, ok := ctx.Deadline(); ok {

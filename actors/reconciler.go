@@ -180,12 +180,12 @@ func (r *reconciler) enqueue(m reconcileRequest) {
 		delete(r.granted, m.accountID)
 		background = false // its turn: it starts next, like the front lane
 	}
+	if p, waiting := r.pending[m.accountID]; waiting && p.protection {
+		r.enqueueProtection(m) // it keeps its place in the protection lane
+		return
+	}
 	if p, waiting := r.pending[m.accountID]; waiting {
 		r.coalesced++
-		if p.protection { // it keeps its place in the protection lane
-			r.pending[m.accountID] = pendingReconcile{req: m, protection: true}
-			return
-		}
 		background = background && p.background
 		if p.background && !background {
 			r.urgent = append(r.urgent, m.accountID)
