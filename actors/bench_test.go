@@ -37,8 +37,9 @@ import (
 // is timed by a broker wrapper as its Open returns (lock-free, one slot per order).
 //
 // Two limits are measured in the same run: N trivial protoactor actors receive one shared
-// message and each sends the same simulator order (limit-*), and N actors that only count
-// the message (bare-*: the runtime alone). Reported: the engine's p50/p99/max (master
+// message and each sends the same simulator order (limit-*; a second, untimed message has
+// each close its position again, as the engine's copies are closed), and N actors that
+// only count the message (bare-*: the runtime alone). Reported: the engine's p50/p99/max (master
 // trade started → follower order returned), the same for both limits, the engine's p99
 // ratio to each, process CPU per copied order for the engine and the trivial actors
 // (their difference is the engine's own cost per order), takeover time and heap per
@@ -161,7 +162,7 @@ func benchFanout(b *testing.B, followers int, viaFIX bool) {
 	b.ReportMetric(bp.ms(99), "bare-p99-ms")
 	b.ReportMetric(ep.ms(99)/bp.ms(99), "bare-p99-ratio")
 	b.ReportMetric(float64(engineCPU.Microseconds())/engineOrders, "cpu-us/order")
-	b.ReportMetric(float64(trivialCPU.Microseconds())/orders, "limit-cpu-us/order")
+	b.ReportMetric(float64(trivialCPU.Microseconds())/(orders*float64(limit.orders())), "limit-cpu-us/order") // its opens and closes
 	b.ReportMetric(takeover.Seconds(), "takeover-s")
 	b.ReportMetric(float64(after.heap-before.heap)/float64(followers)/1024, "heap-KiB/account")
 	b.ReportMetric(float64(heapHeld())/(1<<20), "heap-held-MiB")
@@ -383,22 +384,51 @@ func newTrivialFanout(b *testing.B, s broker.Broker, n int) *trivialFanout {
 		}
 	}
 	for _, sess := range t.sess {
+		var ticket int64 // the position this actor's last open made, closed by the next close round
 		t.pids = append(t.pids, t.system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-			if m, ok := c.Message().(*fanoutMsg); ok {
-				_, err := sess.Open(context.Background(), broker.OpenRequest{Order: broker.Order{RequestID: uuid.New(), Token: 1, Node: "trivial"},
-					Symbol: "EURUSD", Side: broker.Buy, Volume: 0.01, Magic: 77})
-				if err == nil {
+			m, ok := c.Message().(*fanoutMsg)
+			if !ok {
+				return
+			}
+			order := broker.Order{RequestID: uuid.New(), Token: 1, Node: "trivial"}
+			if m.r.close {
+				if _, err := sess.ClosePosition(context.Background(), broker.CloseRequest{Order: order, Ticket: ticket}); err == nil {
 					m.r.record()
 				}
+				return
+			}
+			res, err := sess.Open(context.Background(), broker.OpenRequest{Order: order, Symbol: "EURUSD", Side: broker.Buy, Volume: 0.01, Magic: 77})
+			if err == nil {
+				ticket = res.Ticket
+				m.r.record()
 			}
 		})))
 	}
 	return t
 }
 
-// round sends one shared message to every actor and waits for all their orders.
+// round sends one shared message to every actor and waits for all their orders. With a
+// broker, the actors' positions are closed again after the measured opens, as the engine's
+// copies are: the simulator's accounts stay as small as the engine's, and the limit's CPU
+// spans the same opens and closes (see orders).
 func (t *trivialFanout) round(b *testing.B) []time.Duration {
-	r := newRound(len(t.pids), false)
+	opens := t.fanout(b, false)
+	if t.sess != nil {
+		t.fanout(b, true)
+	}
+	return opens
+}
+
+// orders is how many orders a round sends per actor: an open and a close with a broker.
+func (t *trivialFanout) orders() int {
+	if t.sess != nil {
+		return 2
+	}
+	return 1
+}
+
+func (t *trivialFanout) fanout(b *testing.B, close bool) []time.Duration {
+	r := newRound(len(t.pids), close)
 	msg := &fanoutMsg{r: r}
 	for _, pid := range t.pids {
 		t.system.Root.Send(pid, msg)
