@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"github.com/snapcopier/copier/broker/fix"
 	"github.com/snapcopier/copier/broker/sim"
 	"github.com/snapcopier/copier/broker/sim/fixfront"
+	"github.com/snapcopier/copier/internal/cputime"
 	"github.com/snapcopier/copier/internal/gctune"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/store"
@@ -122,7 +122,7 @@ func benchFanout(b *testing.B, followers int, viaFIX bool) {
 		rounds++
 		// The engine: one master trade, N copies; then the close, N closes.
 		r := rec.begin(followers, false)
-		cpu0 := processCPU()
+		cpu0 := cputime.Process()
 		p, err := s.MasterOpen(ctx, "m1", broker.MasterOpenRequest{Symbol: "EURUSD", Side: broker.Buy, Volume: 0.01, Magic: 1})
 		if err != nil {
 			b.Fatal(err)
@@ -139,11 +139,11 @@ func benchFanout(b *testing.B, followers int, viaFIX bool) {
 		if err := node.Flush(ctx); err != nil {
 			b.Fatal(err)
 		}
-		engineCPU += processCPU() - cpu0
+		engineCPU += cputime.Process() - cpu0
 		// The limit: the same event to N trivial actors, each sending the same order.
-		cpu0 = processCPU()
+		cpu0 = cputime.Process()
 		trivial = append(trivial, limit.round(b)...)
-		trivialCPU += processCPU() - cpu0
+		trivialCPU += cputime.Process() - cpu0
 		// The bare runtime: the same event to N actors that only count it.
 		bareRuntime = append(bareRuntime, bare.round(b)...)
 	}
@@ -218,13 +218,6 @@ func awaitRound(b *testing.B, what string, r *round, within time.Duration) {
 	case <-time.After(within):
 		b.Fatalf("%s: %d of %d orders within %v", what, min(r.next.Load(), int64(len(r.lat))), len(r.lat), within)
 	}
-}
-
-// processCPU is the user and system CPU time the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // firstIdle closes done when each of n accounts (ids first…first+n−1) has reported its

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/internal/pgparams"
 )
 
 // Queries of trading_accounts: the configured accounts, the operator's view of them (search,
@@ -250,23 +251,7 @@ func WriteStatusesFenced(ctx context.Context, pool *pgxpool.Pool, node string, r
 
 func writeStatuses(ctx context.Context, pool *pgxpool.Pool, node string, rows []AccountStatus) (FencedResult, error) {
 	n := len(rows)
-	ids, epochs := make([]int64, n), make([]int64, n)
-	statuses, errs := make([]string, n), make([]string, n)
-	balances, equities := make([]*float64, n), make([]*float64, n)
-	ats, copies := make([]time.Time, n), make([]*time.Time, n)
-	for i, r := range rows {
-		ids[i], epochs[i], statuses[i], errs[i] = r.ID, r.Epoch, r.Status, r.LastError
-		if !r.EquityUnknown {
-			b, e := r.Balance, r.Equity
-			balances[i], equities[i] = &b, &e
-		}
-		ats[i] = r.At
-		if !r.LastCopyAt.IsZero() {
-			t := r.LastCopyAt
-			copies[i] = &t
-		}
-	}
-	tag, err := pool.Exec(ctx, `
+	applied, err := execEncoded(ctx, pool, `
 		WITH s AS (
 			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::float8[], $7::float8[], $8::timestamptz[], $9::timestamptz[])
 			     AS s(id, epoch, status, last_error, balance, equity, at, last_copy_at)),
@@ -280,11 +265,21 @@ func writeStatuses(ctx context.Context, pool *pgxpool.Pool, node string, rows []
 		    status_at = s.at, last_copy_at = coalesce(s.last_copy_at, t.last_copy_at)
 		FROM s JOIN locked ON locked.id = s.id
 		WHERE t.id = s.id AND t.node_id = $1 AND t.lease_epoch = s.epoch`,
-		node, ids, epochs, statuses, errs, balances, equities, ats, copies)
+		func(p *pgparams.Params) {
+			p.Text(node)
+			p.Int8Array(n, func(i int) int64 { return rows[i].ID })
+			p.Int8Array(n, func(i int) int64 { return rows[i].Epoch })
+			p.TextArray(n, func(i int) string { return rows[i].Status })
+			p.TextArray(n, func(i int) string { return rows[i].LastError })
+			p.Float8Array(n, func(i int) (float64, bool) { return rows[i].Balance, !rows[i].EquityUnknown })
+			p.Float8Array(n, func(i int) (float64, bool) { return rows[i].Equity, !rows[i].EquityUnknown })
+			p.TimestamptzArray(n, func(i int) (time.Time, bool) { return rows[i].At, true })
+			p.TimestamptzArray(n, func(i int) (time.Time, bool) { return rows[i].LastCopyAt, !rows[i].LastCopyAt.IsZero() })
+		})
 	if err != nil {
 		return FencedResult{}, fmt.Errorf("store: write statuses: %w", err)
 	}
-	return FencedResult{Applied: tag.RowsAffected(), Refused: int64(n) - tag.RowsAffected()}, nil
+	return FencedResult{Applied: applied, Refused: int64(n) - applied}, nil
 }
 
 // AccountRow is a trading_accounts row as an operator sees it: configuration, lease and the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/snapcopier/copier/internal/cputime"
 	"github.com/snapcopier/copier/store"
 	"github.com/snapcopier/copier/store/storetest"
 )
@@ -158,4 +159,71 @@ func BenchmarkClaimThroughput(b *testing.B) {
 			b.ReportMetric(float64(rows*b.N)/elapsed.Seconds(), "rows/s")
 		})
 	}
+}
+
+// BenchmarkFencedWrites: what a node's StatusWriter writes after a round of copies to
+// 1,000 followers: a ticket-map row, a status and a positions snapshot for each, through
+// the fence. Beside ns/op and the allocations it reports this process's CPU per follower
+// (client-cpu-us/follower: the parameters' encoding and the protocol; PostgreSQL's work
+// is in its own processes).
+func BenchmarkFencedWrites(b *testing.B) {
+	const n = 1000
+	db := storetest.NewDB(b)
+	pool := db.NewPool(b, store.Options{MaxConns: 4})
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, login) VALUES (1, 'mt5', 'master', 'm')`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, login)
+		SELECT g, 'mt5', 'follower', 'f' || g FROM generate_series(2, $1::bigint + 1) g`, n); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO copy_links (master_id, follower_id, magic) SELECT 1, g, 7 FROM generate_series(2, $1::bigint + 1) g`, n); err != nil {
+		b.Fatal(err)
+	}
+	res, err := store.LeaseCycle(ctx, pool, store.CycleRequest{Node: "bench", Platform: "mt5", Lease: time.Hour, Capacity: n})
+	if err != nil || len(res.Owned) != n {
+		b.Fatalf("claim: %d, %v", len(res.Owned), err)
+	}
+	links := map[int64]int64{}
+	rows, err := pool.Query(ctx, `SELECT follower_id, id FROM copy_links`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for rows.Next() {
+		var f, l int64
+		if err := rows.Scan(&f, &l); err != nil {
+			b.Fatal(err)
+		}
+		links[f] = l
+	}
+	if rows.Err() != nil {
+		b.Fatal(rows.Err())
+	}
+	positions := []byte(`[{"ticket":100000123,"symbol":"EURUSD","side":"buy","volume":0.01,"open_price":1.08512,"sl":0,"tp":0,"magic":7,"comment":"cp:4711"}]`)
+	now := time.Now()
+	tickets := make([]store.TicketRow, n)
+	statuses := make([]store.AccountStatus, n)
+	snaps := make([]store.PositionsSnapshot, n)
+	for i, o := range res.Owned {
+		tickets[i] = store.TicketRow{FollowerID: o.ID, Epoch: o.Epoch, LinkID: links[o.ID], MasterTicket: 4711, FollowerTicket: 100000000 + o.ID, Volume: 1}
+		statuses[i] = store.AccountStatus{ID: o.ID, Epoch: o.Epoch, Status: "copying", Balance: 100000, Equity: 99987.5, At: now, LastCopyAt: now}
+		snaps[i] = store.PositionsSnapshot{ID: o.ID, Epoch: o.Epoch, Positions: positions, SeenAt: now}
+	}
+	var cpu time.Duration
+	for b.Loop() {
+		cpu0 := cputime.Process()
+		for _, w := range []func() (store.FencedResult, error){
+			func() (store.FencedResult, error) { return store.UpsertTicketsFenced(ctx, pool, "bench", tickets) },
+			func() (store.FencedResult, error) { return store.WriteStatusesFenced(ctx, pool, "bench", statuses) },
+			func() (store.FencedResult, error) { return store.WriteSnapshotsFenced(ctx, pool, "bench", snaps) },
+		} {
+			r, err := w()
+			if err != nil || r.Applied != n {
+				b.Fatalf("write: %+v, %v", r, err)
+			}
+		}
+		cpu += cputime.Process() - cpu0
+	}
+	b.ReportMetric(float64(cpu.Nanoseconds())/1000/float64(b.N*n), "client-cpu-us/follower")
 }

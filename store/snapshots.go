@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/snapcopier/copier/internal/pgparams"
 )
 
 // PositionsSnapshot is what a follower's owner last saw of its positions.
@@ -28,20 +30,16 @@ func WriteSnapshotsFenced(ctx context.Context, pool *pgxpool.Pool, node string, 
 	})
 }
 
+// emptyPositions is the snapshot of no positions.
+var emptyPositions = []byte("[]")
+
 func writeSnapshotsFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []PositionsSnapshot) (FencedResult, error) {
 	rows = lastPerKey(rows, func(r PositionsSnapshot) int64 { return r.ID })
 	if len(rows) == 0 {
 		return FencedResult{}, nil
 	}
 	n := len(rows)
-	ids, epochs, docs, seen := make([]int64, n), make([]int64, n), make([]string, n), make([]time.Time, n)
-	for i, r := range rows {
-		ids[i], epochs[i], docs[i], seen[i] = r.ID, r.Epoch, string(r.Positions), r.SeenAt
-		if len(r.Positions) == 0 {
-			docs[i] = "[]"
-		}
-	}
-	tag, err := pool.Exec(ctx, `
+	applied, err := execEncoded(ctx, pool, `
 		WITH s AS (
 			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[]) AS s(id, epoch, positions, seen_at)),
 		owned AS (
@@ -54,11 +52,23 @@ func writeSnapshotsFenced(ctx context.Context, pool *pgxpool.Pool, node string, 
 		FROM s JOIN owned o ON o.id = s.id AND o.lease_epoch = s.epoch
 		ON CONFLICT (account_id) DO UPDATE
 		SET node_id = excluded.node_id, lease_epoch = excluded.lease_epoch, positions = excluded.positions,
-		    seen_at = excluded.seen_at, updated_at = now()`, node, ids, epochs, docs, seen)
+		    seen_at = excluded.seen_at, updated_at = now()`,
+		func(p *pgparams.Params) {
+			p.Text(node)
+			p.Int8Array(n, func(i int) int64 { return rows[i].ID })
+			p.Int8Array(n, func(i int) int64 { return rows[i].Epoch })
+			p.TextArrayBytes(n, func(i int) []byte {
+				if len(rows[i].Positions) == 0 {
+					return emptyPositions
+				}
+				return rows[i].Positions
+			})
+			p.TimestamptzArray(n, func(i int) (time.Time, bool) { return rows[i].SeenAt, true })
+		})
 	if err != nil {
 		return FencedResult{}, fmt.Errorf("store: write positions snapshots: %w", err)
 	}
-	return FencedResult{Applied: tag.RowsAffected(), Refused: int64(n) - tag.RowsAffected()}, nil
+	return FencedResult{Applied: applied, Refused: int64(n) - applied}, nil
 }
 
 // ReadPositionsSnapshot returns an account's last positions snapshot; ok is false when no

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/snapcopier/copier/internal/pgparams"
 )
 
 // Queries of copy_positions: the ticket map, which follower position copies which master
@@ -63,17 +65,7 @@ func upsertTicketsFenced(ctx context.Context, pool *pgxpool.Pool, node string, r
 		return FencedResult{}, nil
 	}
 	n := len(rows)
-	fids, epochs, links := make([]int64, n), make([]int64, n), make([]int64, n)
-	mts, fts := make([]int64, n), make([]int64, n)
-	vols, closed := make([]float64, n), make([]*time.Time, n)
-	for i, r := range rows {
-		fids[i], epochs[i], links[i], mts[i], fts[i], vols[i] = r.FollowerID, r.Epoch, r.LinkID, r.MasterTicket, r.FollowerTicket, r.Volume
-		if !r.ClosedAt.IsZero() {
-			t := r.ClosedAt
-			closed[i] = &t
-		}
-	}
-	tag, err := pool.Exec(ctx, `
+	applied, err := execEncoded(ctx, pool, `
 		WITH s AS (
 			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::float8[], $8::timestamptz[])
 			     AS s(follower_id, epoch, link_id, master_ticket, follower_ticket, volume, closed_at)),
@@ -89,9 +81,18 @@ func upsertTicketsFenced(ctx context.Context, pool *pgxpool.Pool, node string, r
 		JOIN copy_links l ON l.id = s.link_id AND l.follower_id = s.follower_id
 		ON CONFLICT (follower_id, link_id, master_ticket) DO UPDATE
 		SET follower_ticket = excluded.follower_ticket, volume = excluded.volume, closed_at = excluded.closed_at, lease_epoch = excluded.lease_epoch, updated_at = now()`,
-		node, fids, epochs, links, mts, fts, vols, closed)
+		func(p *pgparams.Params) {
+			p.Text(node)
+			p.Int8Array(n, func(i int) int64 { return rows[i].FollowerID })
+			p.Int8Array(n, func(i int) int64 { return rows[i].Epoch })
+			p.Int8Array(n, func(i int) int64 { return rows[i].LinkID })
+			p.Int8Array(n, func(i int) int64 { return rows[i].MasterTicket })
+			p.Int8Array(n, func(i int) int64 { return rows[i].FollowerTicket })
+			p.Float8Array(n, func(i int) (float64, bool) { return rows[i].Volume, true })
+			p.TimestamptzArray(n, func(i int) (time.Time, bool) { return rows[i].ClosedAt, !rows[i].ClosedAt.IsZero() })
+		})
 	if err != nil {
 		return FencedResult{}, fmt.Errorf("store: upsert tickets: %w", err)
 	}
-	return FencedResult{Applied: tag.RowsAffected(), Refused: int64(n) - tag.RowsAffected()}, nil
+	return FencedResult{Applied: applied, Refused: int64(n) - applied}, nil
 }
