@@ -33,11 +33,12 @@ func lastPerKey[T any, K comparable](rows []T, key func(T) K) []T {
 	return out
 }
 
-// writeBatch is the most rows a fenced write sends in one statement. pgx encodes a
-// statement's parameters into buffers it shrinks again after every query, so one statement
-// of 60,000 rows grew two buffers by doubling to megabytes on every flush (6 % of the CPU
-// of a 10,000-follower fan-out); statements of this size stay within the caches. Each row
-// is fenced on its own, so a write split in statements stores the same.
+// writeBatch is the most rows a fenced write sends in one statement. pgx writes a
+// statement's message into a buffer it shrinks again after every message (and, through its
+// typed encoding, did the same with the parameters: see execEncoded), so one statement of
+// 60,000 rows grew buffers by doubling to megabytes on every flush (6 % of the CPU of a
+// 10,000-follower fan-out); statements of this size stay within the caches. Each row is
+// fenced on its own, so a write split in statements stores the same.
 const writeBatch = 1000
 
 // inBatches runs write on rows, size at a time, in order, and adds up the results; it
