@@ -110,24 +110,18 @@ func (p *Params) Float8Array(n int, at func(i int) (float64, bool)) {
 }
 
 // TextArray appends a text[] of n elements, element i being at(i).
-func (p *Params) TextArray(n int, at func(i int) string) {
+func (p *Params) TextArray(n int, at func(i int) string) { textArray(p, n, at) }
+
+// TextArrayBytes appends a text[] of n elements, element i being the text at(i) holds
+// (read, not kept).
+func (p *Params) TextArrayBytes(n int, at func(i int) []byte) { textArray(p, n, at) }
+
+func textArray[S string | []byte](p *Params, n int, at func(i int) S) {
 	start := p.arrayHeader(oidText, n)
 	for i := range n {
 		s := at(i)
 		p.buf = binary.BigEndian.AppendUint32(p.buf, uint32(len(s)))
 		p.buf = append(p.buf, s...)
-	}
-	p.add(OIDTextArray, start)
-}
-
-// TextArrayBytes appends a text[] of n elements, element i being the text at(i) holds
-// (read, not kept).
-func (p *Params) TextArrayBytes(n int, at func(i int) []byte) {
-	start := p.arrayHeader(oidText, n)
-	for i := range n {
-		b := at(i)
-		p.buf = binary.BigEndian.AppendUint32(p.buf, uint32(len(b)))
-		p.buf = append(p.buf, b...)
 	}
 	p.add(OIDTextArray, start)
 }
