@@ -175,21 +175,19 @@ func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 	if rd.FlushEvents {
 		ctx.Send(ctx.Self(), flushEvents{})
 	}
-	if rd.StatusChanged {
-		st := a.core.Status()
-		a.board.update(func(s *AccountStatus) {
-			s.Phase, s.LastError, s.Balance, s.Equity, s.Positions = st.Phase, st.LastError, st.Balance, st.Equity, st.Positions
-			s.EquityUnknown = st.EquityUnknown
-			s.LastCopy, s.LastLag, s.Reconciles, s.Dropped, s.StopOut = st.LastCopy, st.LastLag, st.Reconciles, st.Dropped, st.StopOut
-		})
+	if rd.StatusChanged || len(rd.Journal) > 0 {
+		var st *follower.Status
+		if rd.StatusChanged {
+			s := a.core.Status()
+			st = &s
+		}
+		a.board.record(st, rd.Journal)
 	}
-	for _, j := range rd.Journal {
-		if j.HasQuality {
+	for i := range rd.Journal {
+		if j := &rd.Journal[i]; j.HasQuality {
 			a.e.metrics.latency.observe(j.Latency)
 			a.e.metrics.observeQuality(j.Quality)
-			a.board.addQuality(j.Link, j.Quality)
 		}
-		a.board.addJournal(j)
 	}
 	var out accountWrites // one message to the StatusWriter, not one per kind of row
 	if len(rd.Tickets) > 0 {
@@ -350,7 +348,7 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 // status queues this account's status, and its positions as last seen, for the
 // StatusWriter (which writes both through the fence at its own pace).
 func (a *accountActor) status(out *accountWrites) {
-	s := a.board.fields()
+	s := a.core.Status() // what the board holds too: effects copies it there first
 	out.status, out.hasStatus = store.AccountStatus{
 		ID: a.id, Epoch: a.epoch, Status: s.Phase.String(), LastError: s.LastError,
 		Balance: s.Balance, Equity: s.Equity, EquityUnknown: s.EquityUnknown, At: a.e.now(), LastCopyAt: s.LastCopy,

@@ -72,9 +72,33 @@ func (b *accountBoard) update(f func(*AccountStatus)) {
 	b.mu.Unlock()
 }
 
+// record applies one step of the account to its board under one lock: the status when
+// it changed (st non-nil), the journal entries and their copies' quality. On the fan-out
+// path each lock is also the step's first touch of the board's memory.
+func (b *accountBoard) record(st *follower.Status, journal []JournalEntry) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if st != nil {
+		s := &b.s
+		s.Phase, s.LastError, s.Balance, s.Equity, s.Positions = st.Phase, st.LastError, st.Balance, st.Equity, st.Positions
+		s.EquityUnknown = st.EquityUnknown
+		s.LastCopy, s.LastLag, s.Reconciles, s.Dropped, s.StopOut = st.LastCopy, st.LastLag, st.Reconciles, st.Dropped, st.StopOut
+	}
+	for i := range journal {
+		if journal[i].HasQuality {
+			b.addQualityLocked(journal[i].Link, journal[i].Quality)
+		}
+		b.addJournalLocked(journal[i])
+	}
+}
+
 func (b *accountBoard) addJournal(e JournalEntry) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.addJournalLocked(e)
+}
+
+func (b *accountBoard) addJournalLocked(e JournalEntry) {
 	if len(b.journal) < journalSize {
 		// Grown by doubling up to journalSize exactly: most accounts keep a few entries,
 		// and room for twenty up front is 5 KB an account.
@@ -88,16 +112,6 @@ func (b *accountBoard) addJournal(e JournalEntry) {
 	}
 	b.journal[b.jnext] = e
 	b.jnext = (b.jnext + 1) % journalSize
-}
-
-// fields is the status without its journal and quality summaries: what the status row
-// needs, cheap enough for every order.
-func (b *accountBoard) fields() AccountStatus {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.s
-	s.Journal = nil
-	return s
 }
 
 func (b *accountBoard) snapshot() AccountStatus {
@@ -119,10 +133,8 @@ func (b *accountBoard) snapshot() AccountStatus {
 	return s
 }
 
-// addQuality records one copy's quality for link's summary.
-func (b *accountBoard) addQuality(link int64, q Quality) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// addQualityLocked records one copy's quality for link's summary.
+func (b *accountBoard) addQualityLocked(link int64, q Quality) {
 	if b.quality == nil {
 		b.quality = map[int64]*qualityRing{}
 	}
