@@ -372,7 +372,7 @@ func (n *Node) SetDraining(draining bool) {
 // rows, protection states) and waits for the write: at most until ctx's deadline, or a
 // minute without one. Writes an account sends after the call go with the next flush.
 // For operators' tools and benchmarks: the node flushes on its own every FlushEvery and
-// before every renewal.
+// before it releases leases.
 func (n *Node) Flush(ctx context.Context) error {
 	timeout := time.Minute
 	if dl, ok := ctx.Deadline(); ok {

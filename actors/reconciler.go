@@ -180,11 +180,12 @@ func (r *reconciler) enqueue(m reconcileRequest) {
 		delete(r.granted, m.accountID)
 		background = false // its turn: it starts next, like the front lane
 	}
-	if p, waiting := r.pending[m.accountID]; waiting && p.protection {
+	p, waiting := r.pending[m.accountID]
+	if waiting && p.protection {
 		r.enqueueProtection(m) // it keeps its place in the protection lane
 		return
 	}
-	if p, waiting := r.pending[m.accountID]; waiting {
+	if waiting {
 		r.coalesced++
 		background = background && p.background
 		if p.background && !background {

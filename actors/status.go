@@ -92,12 +92,6 @@ func (b *accountBoard) record(st *follower.Status, journal []JournalEntry) {
 	}
 }
 
-func (b *accountBoard) addJournal(e JournalEntry) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.addJournalLocked(e)
-}
-
 func (b *accountBoard) addJournalLocked(e JournalEntry) {
 	if len(b.journal) < journalSize {
 		// Grown by doubling up to journalSize exactly: most accounts keep a few entries,

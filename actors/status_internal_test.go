@@ -13,7 +13,7 @@ func TestJournalKeepsTheNewestInOrder(t *testing.T) {
 	for _, n := range []int{1, journalSize - 1, journalSize, journalSize + 1, 2*journalSize + 7} {
 		b = accountBoard{}
 		for i := 1; i <= n; i++ {
-			b.addJournal(JournalEntry{MasterTicket: int64(i)})
+			b.record(nil, []JournalEntry{{MasterTicket: int64(i)}})
 		}
 		j := b.snapshot().Journal
 		want := min(n, journalSize)

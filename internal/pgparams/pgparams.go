@@ -15,13 +15,13 @@ import (
 	"time"
 )
 
-// Type OIDs of the parameters this package encodes (pg_type.oid, fixed in PostgreSQL).
+// Type OIDs of the parameters and elements this package encodes (pg_type.oid, fixed in
+// PostgreSQL).
 const (
-	OIDText             = 25
-	OIDInt8Array        = 1016
-	OIDFloat8Array      = 1022
-	OIDTextArray        = 1009
-	OIDTimestamptzArray = 1185
+	oidInt8Array        = 1016
+	oidFloat8Array      = 1022
+	oidTextArray        = 1009
+	oidTimestamptzArray = 1185
 
 	oidInt8        = 20
 	oidFloat8      = 701
@@ -80,7 +80,7 @@ func (p *Params) add(oid uint32, start int) {
 func (p *Params) Text(s string) {
 	start := len(p.buf)
 	p.buf = append(p.buf, s...)
-	p.add(OIDText, start)
+	p.add(oidText, start)
 }
 
 // Int8Array appends a bigint[] of n elements, element i being at(i).
@@ -90,7 +90,7 @@ func (p *Params) Int8Array(n int, at func(i int) int64) {
 		p.buf = binary.BigEndian.AppendUint32(p.buf, 8)
 		p.buf = binary.BigEndian.AppendUint64(p.buf, uint64(at(i)))
 	}
-	p.add(OIDInt8Array, start)
+	p.add(oidInt8Array, start)
 }
 
 // Float8Array appends a float8[] of n elements, element i being at(i), NULL where at
@@ -106,7 +106,7 @@ func (p *Params) Float8Array(n int, at func(i int) (float64, bool)) {
 		p.buf = binary.BigEndian.AppendUint32(p.buf, 8)
 		p.buf = binary.BigEndian.AppendUint64(p.buf, math.Float64bits(v))
 	}
-	p.add(OIDFloat8Array, start)
+	p.add(oidFloat8Array, start)
 }
 
 // TextArray appends a text[] of n elements, element i being at(i).
@@ -123,7 +123,7 @@ func textArray[S string | []byte](p *Params, n int, at func(i int) S) {
 		p.buf = binary.BigEndian.AppendUint32(p.buf, uint32(len(s)))
 		p.buf = append(p.buf, s...)
 	}
-	p.add(OIDTextArray, start)
+	p.add(oidTextArray, start)
 }
 
 // TimestamptzArray appends a timestamptz[] of n elements, element i being at(i) to the
@@ -140,7 +140,7 @@ func (p *Params) TimestamptzArray(n int, at func(i int) (time.Time, bool)) {
 		p.buf = binary.BigEndian.AppendUint32(p.buf, 8)
 		p.buf = binary.BigEndian.AppendUint64(p.buf, uint64(us))
 	}
-	p.add(OIDTimestamptzArray, start)
+	p.add(oidTimestamptzArray, start)
 }
 
 // arrayHeader appends a one-dimensional array's header (none of its elements NULL yet)
