@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/actors"
@@ -330,7 +329,10 @@ func (s *recordingSession) ClosePosition(ctx context.Context, r broker.CloseRequ
 
 // trivialFanout is a limit: N protoactor actors, each with its own simulator session,
 // that send one market order when the shared message arrives; without a broker (the bare
-// runtime's limit) they only count the message.
+// runtime's limit) they only count the message. They run on the AccountActors' dispatcher
+// and take the engine's request ids: on protoactor's default dispatcher each order's
+// simulator call grew the actor's stack, a cost the engine does not pay (a third of the
+// limit's CPU at 1,000 followers), and uuid.New reads the system's random source.
 type trivialFanout struct {
 	system *actor.ActorSystem
 	pids   []*actor.PID
@@ -350,7 +352,7 @@ func newTrivialFanout(b *testing.B, s broker.Broker, n int) *trivialFanout {
 				if m, ok := c.Message().(*fanoutMsg); ok {
 					m.r.record()
 				}
-			})))
+			}, actor.WithDispatcher(actors.MailboxDispatcher()))))
 		}
 		return t
 	}
@@ -383,7 +385,7 @@ func newTrivialFanout(b *testing.B, s broker.Broker, n int) *trivialFanout {
 			if !ok {
 				return
 			}
-			order := broker.Order{RequestID: uuid.New(), Token: 1, Node: "trivial"}
+			order := broker.Order{RequestID: actors.NewRequestID(), Token: 1, Node: "trivial"}
 			if m.r.close {
 				if _, err := sess.ClosePosition(context.Background(), broker.CloseRequest{Order: order, Ticket: ticket}); err == nil {
 					m.r.record()
@@ -395,7 +397,7 @@ func newTrivialFanout(b *testing.B, s broker.Broker, n int) *trivialFanout {
 				ticket = res.Ticket
 				m.r.record()
 			}
-		})))
+		}, actor.WithDispatcher(actors.MailboxDispatcher()))))
 	}
 	return t
 }

@@ -1,6 +1,10 @@
 package actors
 
-import "github.com/snapcopier/copier/internal/stackgrow"
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snapcopier/copier/internal/stackgrow"
+)
 
 // stackDispatcher runs each mailbox run on a new goroutine, like protoactor's default
 // dispatcher, but grows the goroutine's stack once, at its start, to what an AccountActor's
@@ -10,6 +14,10 @@ import "github.com/snapcopier/copier/internal/stackgrow"
 // every frame of a deep stack. One growth at the start copies a stack of two frames (and,
 // on amd64, zeroes nothing: internal/stackgrow).
 type stackDispatcher int
+
+// mailboxDispatcher is what the AccountActors and the StatusWriter run on: 300 messages a
+// run before the mailbox yields its goroutine.
+func mailboxDispatcher() actor.Dispatcher { return stackDispatcher(300) }
 
 // Schedule implements actor.Dispatcher.
 func (stackDispatcher) Schedule(fn func()) {

@@ -212,7 +212,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(log)))
 	n := &Node{e: e, system: system, nodeGate: leasekeeper.NewGate(deps.Clock), subs: map[chan NodeEvent]struct{}{}}
 	root := system.Root
-	e.writer = root.Spawn(actor.PropsFromProducer(newStatusWriter(e), actor.WithDispatcher(stackDispatcher(300))))
+	e.writer = root.Spawn(actor.PropsFromProducer(newStatusWriter(e), actor.WithDispatcher(mailboxDispatcher())))
 	e.loader = root.Spawn(actor.PropsFromProducer(newLoader(e, min(4, int(deps.Pool.Config().MaxConns)-2), 64)))
 	e.reconciler = root.Spawn(actor.PropsFromProducer(newReconciler(reconcilerConfig{
 		Concurrency: cfg.ReconcileConcurrency, RatePerSec: cfg.ReconcileRate, FetchTimeout: cfg.OrderTimeout, Now: e.now,

@@ -133,7 +133,7 @@ func (s *supervisor) onOwned(ctx actor.Context, m leasekeeper.Owned) {
 
 func (s *supervisor) spawn(ctx actor.Context, id int64, o leasekeeper.OwnedAccount) {
 	inFlight := new(atomic.Int64)
-	props := actor.PropsFromProducer(newAccountActor(s.e, id, o.Epoch, o.Gate, inFlight), actor.WithDispatcher(stackDispatcher(300)))
+	props := actor.PropsFromProducer(newAccountActor(s.e, id, o.Epoch, o.Gate, inFlight), actor.WithDispatcher(mailboxDispatcher()))
 	pid := ctx.Spawn(props)
 	s.inFlight[pid.Id] = inFlight
 	s.children[id] = &child{pid: pid, epoch: o.Epoch, version: o.ConfigVersion, gate: o.Gate}
