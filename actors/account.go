@@ -189,28 +189,12 @@ func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 			a.e.metrics.observeQuality(j.Quality)
 		}
 	}
-	var out accountWrites // one message to the StatusWriter, not one per kind of row
-	if len(rd.Tickets) > 0 {
-		rows := make([]store.TicketRow, len(rd.Tickets))
-		for i, t := range rd.Tickets {
-			e := t.Entry
-			rows[i] = store.TicketRow{FollowerID: a.id, Epoch: a.epoch, LinkID: e.LinkID, MasterTicket: e.MasterTicket,
-				FollowerTicket: e.FollowerTicket, Volume: e.Volume, ClosedAt: t.ClosedAt}
+	if len(rd.Tickets) > 0 || len(rd.Protection) > 0 || rd.WriteStatus {
+		rows := accountRows{id: a.id, epoch: a.epoch, tickets: rd.Tickets, protection: rd.Protection}
+		if rd.WriteStatus {
+			a.status(&rows)
 		}
-		out.tickets = rows
-	}
-	if len(rd.Protection) > 0 {
-		rows := make([]store.ProtectionRow, len(rd.Protection))
-		for i, p := range rd.Protection {
-			rows[i] = store.ProtectionRow{FollowerID: a.id, LinkID: p.Scope, Epoch: a.epoch, State: p.State, ResetGen: p.ResetGen}
-		}
-		out.protection = rows
-	}
-	if rd.WriteStatus {
-		a.status(&out)
-	}
-	if !out.empty() {
-		ctx.Send(a.e.writer, out)
+		a.e.writes.put(&rows)
 	}
 	// Notes after the writes: an observer that sees a step's signal can flush its rows.
 	for i := range rd.Notes {
@@ -345,17 +329,17 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 	a.masters = nil // only a load changes the masters: not kept for thousands of accounts
 }
 
-// status queues this account's status, and its positions as last seen, for the
-// StatusWriter (which writes both through the fence at its own pace).
-func (a *accountActor) status(out *accountWrites) {
+// status adds this account's status row, and its positions snapshot as last seen (when
+// one was read), for the StatusWriter to write through the fence at its own pace.
+func (a *accountActor) status(rows *accountRows) {
 	s := a.core.Status() // what the board holds too: effects copies it there first
-	out.status, out.hasStatus = store.AccountStatus{
+	rows.status, rows.hasStatus = store.AccountStatus{
 		ID: a.id, Epoch: a.epoch, Status: s.Phase.String(), LastError: s.LastError,
 		Balance: s.Balance, Equity: s.Equity, EquityUnknown: s.EquityUnknown, At: a.e.now(), LastCopyAt: s.LastCopy,
 	}, true
 	if ps, seenAt, ok := a.core.Positions(); ok {
-		out.snapshot = snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)}
-		out.hasSnapshot = true
+		rows.snap = snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)}
+		rows.hasSnap = true
 	}
 }
 

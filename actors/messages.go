@@ -59,23 +59,6 @@ type masterSession struct {
 	seq       int64
 }
 
-// accountWrites is what one step of an AccountActor leaves for the StatusWriter, in one
-// message (one allocation: values, not pointers): its ticket-map rows and protection
-// states (rows the sender no longer changes), its status and its positions snapshot when
-// hasStatus and hasSnapshot.
-type accountWrites struct {
-	tickets     []store.TicketRow
-	protection  []store.ProtectionRow
-	status      store.AccountStatus
-	snapshot    snapshotUpdate
-	hasStatus   bool
-	hasSnapshot bool
-}
-
-func (w *accountWrites) empty() bool {
-	return len(w.tickets) == 0 && len(w.protection) == 0 && !w.hasStatus && !w.hasSnapshot
-}
-
 // respawn restarts a crashed AccountActor after its backoff.
 type respawn struct {
 	id    int64

@@ -136,6 +136,7 @@ type engine struct {
 	supervisor  *actor.PID
 	reconciler  *actor.PID
 	writer      *actor.PID
+	writes      *writeQueue         // the rows the AccountActors leave for the writer
 	halted      atomic.Bool         // Halt: behave as a crashed process, send nothing more
 	trace       *copytrace.Recorder // Deps.TraceCopies
 	// loader reads AccountActors' configurations in batches, with few connections at
@@ -208,7 +209,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	}
 	log := deps.Logger.With().Str("node", cfg.NodeID).Logger()
 	e := &engine{cfg: cfg, pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials, observe: deps.Observe, wall: deps.Now, trace: deps.TraceCopies,
-		board: &board{}, metrics: &Metrics{}}
+		board: &board{}, metrics: &Metrics{}, writes: &writeQueue{}}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(log)))
 	n := &Node{e: e, system: system, nodeGate: leasekeeper.NewGate(deps.Clock), subs: map[chan NodeEvent]struct{}{}}
 	root := system.Root

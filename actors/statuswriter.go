@@ -13,30 +13,38 @@ import (
 type flushTick struct{}
 
 type flushDone struct {
+	gen     uint64
 	tickets []store.TicketRow // rows to retry after an error
 	prot    []store.ProtectionRow
 	err     error
 }
 
-// statusWriter batches statuses and positions snapshots (latest per account) and ticket-map
-// rows and writes them with the fenced statements, at most once per FlushEvery, one write
-// at a time.
+// flushWaiter is a Flush request: answered once flush gen (the first to start after the
+// request) is done, which wrote every row queued before it.
+type flushWaiter struct {
+	pid *actor.PID
+	gen uint64
+}
+
+// statusWriter writes what the AccountActors queue (writeQueue: statuses and positions
+// snapshots, latest per account; ticket-map rows; protection states) with the fenced
+// statements, at most once per FlushEvery and on request, one write at a time.
 type statusWriter struct {
-	e        *engine
-	statuses map[int64]store.AccountStatus
-	snaps    map[int64]snapshotUpdate // latest per account
-	tickets  [][]store.TicketRow
-	// prot holds the latest protection state per (follower, scope); a stop-out must reach
-	// the database, so a failed write is retried like the ticket map's.
+	e *engine
+	// retry holds the ticket-map rows of a failed write, written before the queued ones;
+	// prot the protection states of a failed write: a stop-out must reach the database,
+	// so both are retried.
+	retry    []store.TicketRow
 	prot     map[[2]int64]store.ProtectionRow
+	gen      uint64 // flushes started
 	inFlight bool
-	waiters  []*actor.PID // Flush requests waiting for an empty buffer
+	waiters  []flushWaiter
 	stop     chan struct{}
 }
 
 func newStatusWriter(e *engine) actor.Producer {
 	return func() actor.Actor {
-		return &statusWriter{e: e, statuses: map[int64]store.AccountStatus{}, snaps: map[int64]snapshotUpdate{}, prot: map[[2]int64]store.ProtectionRow{}}
+		return &statusWriter{e: e, prot: map[[2]int64]store.ProtectionRow{}}
 	}
 }
 
@@ -60,48 +68,34 @@ func (w *statusWriter) Receive(ctx actor.Context) {
 		}()
 	case *actor.Stopping:
 		close(w.stop)
-	case accountWrites:
-		if len(m.tickets) > 0 {
-			w.tickets = append(w.tickets, m.tickets)
-		}
-		for _, r := range m.protection {
-			w.prot[[2]int64{r.FollowerID, r.LinkID}] = r
-		}
-		if m.hasStatus {
-			w.statuses[m.status.ID] = m.status
-		}
-		if m.hasSnapshot {
-			w.snaps[m.snapshot.row.ID] = m.snapshot
-		}
 	case flushTick:
 		w.flush(ctx)
 	case leasekeeper.Flush:
-		w.waiters = append(w.waiters, ctx.Sender())
+		w.waiters = append(w.waiters, flushWaiter{pid: ctx.Sender(), gen: w.gen + 1})
 		w.flush(ctx)
 	case flushDone:
 		w.inFlight = false
 		if m.err != nil {
 			w.e.log.Warn().Err(m.err).Int("tickets", len(m.tickets)).Msg("status write failed; will retry")
-			if len(m.tickets) > 0 {
-				w.tickets = append([][]store.TicketRow{m.tickets}, w.tickets...) // older first: the newer row of a key wins
-			}
+			w.retry = m.tickets // the next flush writes them before the newer queued rows
 			for _, r := range m.prot {
 				if _, newer := w.prot[[2]int64{r.FollowerID, r.LinkID}]; !newer {
 					w.prot[[2]int64{r.FollowerID, r.LinkID}] = r
 				}
 			}
 		}
+		left := w.waiters[:0]
+		for _, wt := range w.waiters {
+			if wt.gen > m.gen {
+				left = append(left, wt)
+			} else if wt.pid != nil {
+				ctx.Send(wt.pid, leasekeeper.Flushed{Err: m.err})
+			}
+		}
+		clear(w.waiters[len(left):])
+		w.waiters = left
 		if len(w.waiters) > 0 {
-			if len(w.statuses) > 0 || len(w.snaps) > 0 || (len(w.tickets) > 0 || len(w.prot) > 0) && m.err == nil {
-				w.flush(ctx)
-				return
-			}
-			for _, pid := range w.waiters {
-				if pid != nil {
-					ctx.Send(pid, leasekeeper.Flushed{Err: m.err})
-				}
-			}
-			w.waiters = nil
+			w.flush(ctx) // for requests that came while this one was written
 		}
 	}
 }
@@ -110,41 +104,44 @@ func (w *statusWriter) flush(ctx actor.Context) {
 	if w.inFlight {
 		return
 	}
-	if len(w.statuses) == 0 && len(w.snaps) == 0 && len(w.tickets) == 0 && len(w.prot) == 0 {
-		for _, pid := range w.waiters {
-			if pid != nil {
-				ctx.Send(pid, leasekeeper.Flushed{})
+	tickets := w.retry
+	w.retry = nil
+	var statuses []store.AccountStatus
+	var pending []snapshotUpdate
+	w.e.writes.take(func(r *pendingRows) {
+		tickets = append(tickets, r.tickets...)
+		for k, p := range r.prot {
+			w.prot[k] = p // after a failed write's rows: the newer row of a key wins
+		}
+		for _, s := range r.statuses {
+			statuses = append(statuses, s)
+		}
+		for _, s := range r.snaps {
+			pending = append(pending, s)
+		}
+	})
+	if len(tickets) == 0 && len(w.prot) == 0 && len(statuses) == 0 && len(pending) == 0 {
+		for _, wt := range w.waiters {
+			if wt.pid != nil {
+				ctx.Send(wt.pid, leasekeeper.Flushed{})
 			}
 		}
 		w.waiters = nil
 		return
 	}
-	// The batch is copied out and the maps cleared, not replaced: a map that held every
-	// account's row keeps its room for the next batch instead of growing again.
-	statuses := make([]store.AccountStatus, 0, len(w.statuses))
-	for _, s := range w.statuses {
-		statuses = append(statuses, s)
-	}
-	pending := make([]snapshotUpdate, 0, len(w.snaps))
-	for _, s := range w.snaps {
-		pending = append(pending, s)
-	}
 	prot := make([]store.ProtectionRow, 0, len(w.prot))
 	for _, r := range w.prot {
 		prot = append(prot, r)
 	}
-	batches := w.tickets
-	clear(w.statuses)
-	clear(w.snaps)
-	clear(w.prot)
-	w.tickets = nil
+	clear(w.prot) // cleared, not replaced: the map keeps its room for the next batch
+	w.gen++
 	w.inFlight = true
-	self, root, e := ctx.Self(), ctx.ActorSystem().Root, w.e
+	self, root, e, gen := ctx.Self(), ctx.ActorSystem().Root, w.e, w.gen
 	go func() {
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		var done flushDone
-		if tickets := flatten(batches); len(tickets) > 0 {
+		done := flushDone{gen: gen}
+		if len(tickets) > 0 {
 			res, err := store.UpsertTicketsFenced(wctx, e.pool, e.cfg.NodeID, tickets)
 			if err != nil {
 				done.tickets, done.err = tickets, err
@@ -182,17 +179,4 @@ func (w *statusWriter) flush(ctx actor.Context) {
 		}
 		root.Send(self, done)
 	}()
-}
-
-// flatten joins batches of rows in order.
-func flatten[T any](batches [][]T) []T {
-	n := 0
-	for _, b := range batches {
-		n += len(b)
-	}
-	out := make([]T, 0, n)
-	for _, b := range batches {
-		out = append(out, b...)
-	}
-	return out
 }

@@ -1,0 +1,100 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/snapcopier/copier/internal/testwait"
+	"github.com/snapcopier/copier/leasekeeper"
+	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/reconcile/follower"
+	"github.com/snapcopier/copier/store"
+	"github.com/snapcopier/copier/store/storetest"
+)
+
+// TestFlushDuringAWriteWaitsForTheNextOne: a Flush that arrives while the StatusWriter's
+// write is in flight is answered only after a write that took the rows queued before it.
+// Answered when the write in flight ends, it would let a hand-off release a lease before
+// the copy's ticket row is in the database. The write in flight is held on the follower's
+// row lock, so the order of events is fixed: the first write takes row 10 and waits, row
+// 11 is queued, the second Flush is asked, then the lock goes.
+func TestFlushDuringAWriteWaitsForTheNextOne(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.NewDB(t)
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, login) VALUES (1, 'mt5', 'follower', 'f1'), (50, 'mt5', 'master', 'm50')`); err != nil {
+		t.Fatal(err)
+	}
+	var link int64
+	if err := db.Pool.QueryRow(ctx, `INSERT INTO copy_links (master_id, follower_id, magic) VALUES (50, 1, 7) RETURNING id`).Scan(&link); err != nil {
+		t.Fatal(err)
+	}
+	cycle, err := store.LeaseCycle(ctx, db.Pool, store.CycleRequest{Node: "n1", Platform: "mt5", Lease: time.Hour, Capacity: 1})
+	if err != nil || len(cycle.Owned) != 1 {
+		t.Fatalf("claim: %+v, %v", cycle, err)
+	}
+	epoch := cycle.Owned[0].Epoch
+	e := &engine{cfg: Config{NodeID: "n1", FlushEvery: time.Hour}, pool: db.Pool, log: zerolog.Nop(), metrics: &Metrics{}, writes: &writeQueue{}}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(e.log)))
+	defer system.Shutdown()
+	writer := system.Root.Spawn(actor.PropsFromProducer(newStatusWriter(e)))
+	defer func() { _ = system.Root.StopFuture(writer).Wait() }() // ends its ticker
+	queue := func(masterTicket int64) {
+		e.writes.put(&accountRows{id: 1, epoch: epoch, tickets: []follower.TicketChange{
+			{Entry: reconcile.TicketMapEntry{LinkID: link, MasterTicket: masterTicket, FollowerTicket: 100 + masterTicket, Volume: 1}}}})
+	}
+	flushed := func(f *actor.Future) {
+		t.Helper()
+		res, err := f.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done, ok := res.(leasekeeper.Flushed); !ok || done.Err != nil {
+			t.Fatalf("flush: %#v", res)
+		}
+	}
+
+	queue(10)
+	lock, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	if _, err := lock.Exec(ctx, `SELECT id FROM trading_accounts WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	first := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute)
+	testwait.For(t, "the first write waiting on the follower's row", 30*time.Second, func() (bool, string) {
+		var waiting int
+		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			return false, err.Error()
+		}
+		return waiting > 0, fmt.Sprintf("%d statements waiting on a lock", waiting)
+	})
+	queue(11)
+	second := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute)
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	flushed(first)
+	flushed(second)
+	var written []int64
+	rows, err := db.Pool.Query(ctx, `SELECT master_ticket FROM copy_positions WHERE follower_id = 1 ORDER BY master_ticket`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var mt int64
+		if err := rows.Scan(&mt); err != nil {
+			t.Fatal(err)
+		}
+		written = append(written, mt)
+	}
+	if rows.Err() != nil || len(written) != 2 {
+		t.Fatalf("after the second Flush want the rows of master tickets 10 and 11, got %v (%v)", written, rows.Err())
+	}
+}
