@@ -94,19 +94,27 @@ func (q *writeQueue) put(a *accountRows) {
 	}
 }
 
-// take hands each shard's rows put so far to drain, shard by shard, and empties the
-// queue; drain must not keep the rows' containers. One caller at a time (the StatusWriter).
-func (q *writeQueue) take(drain func(*pendingRows)) {
+// take swaps out the rows of every shard that has some and hands them to drain in one
+// call (so that it can size its batch once), then empties them for reuse: drain must not
+// keep their containers. One caller at a time (the StatusWriter).
+func (q *writeQueue) take(drain func(taken []*pendingRows)) {
+	var taken [writeShards]*pendingRows
+	n := 0
 	for i := range q.shards {
 		s := &q.shards[i]
 		s.mu.Lock()
-		if s.rows.empty() {
-			s.mu.Unlock()
-			continue
+		if !s.rows.empty() {
+			s.rows, s.spare = s.spare, s.rows
+			taken[n] = &s.spare
+			n++
 		}
-		s.rows, s.spare = s.spare, s.rows
 		s.mu.Unlock()
-		drain(&s.spare)
-		s.spare.clear()
+	}
+	if n == 0 {
+		return
+	}
+	drain(taken[:n])
+	for _, r := range taken[:n] {
+		r.clear()
 	}
 }
