@@ -98,3 +98,92 @@ func TestFlushDuringAWriteWaitsForTheNextOne(t *testing.T) {
 		t.Fatalf("after the second Flush want the rows of master tickets 10 and 11, got %v (%v)", written, rows.Err())
 	}
 }
+
+// TestAFailedWriteIsWrittenByTheNextFlush: the ticket rows of a write that failed are
+// written by the next flush, before the rows queued since (for a key in both, the newer
+// row wins). The first write is held on the follower's row lock and its connection
+// terminated, so it fails for certain.
+func TestAFailedWriteIsWrittenByTheNextFlush(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.NewDB(t)
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, login) VALUES (1, 'mt5', 'follower', 'f1'), (50, 'mt5', 'master', 'm50')`); err != nil {
+		t.Fatal(err)
+	}
+	var link int64
+	if err := db.Pool.QueryRow(ctx, `INSERT INTO copy_links (master_id, follower_id, magic) VALUES (50, 1, 7) RETURNING id`).Scan(&link); err != nil {
+		t.Fatal(err)
+	}
+	cycle, err := store.LeaseCycle(ctx, db.Pool, store.CycleRequest{Node: "n1", Platform: "mt5", Lease: time.Hour, Capacity: 1})
+	if err != nil || len(cycle.Owned) != 1 {
+		t.Fatalf("claim: %+v, %v", cycle, err)
+	}
+	epoch := cycle.Owned[0].Epoch
+	e := &engine{cfg: Config{NodeID: "n1", FlushEvery: time.Hour}, pool: db.Pool, log: zerolog.Nop(), metrics: &Metrics{}, writes: &writeQueue{}}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(e.log)))
+	defer system.Shutdown()
+	writer := system.Root.Spawn(actor.PropsFromProducer(newStatusWriter(e)))
+	defer func() { _ = system.Root.StopFuture(writer).Wait() }()
+	queue := func(masterTicket int64, volume float64) {
+		e.writes.put(&accountRows{id: 1, epoch: epoch, tickets: []follower.TicketChange{
+			{Entry: reconcile.TicketMapEntry{LinkID: link, MasterTicket: masterTicket, FollowerTicket: 100 + masterTicket, Volume: volume}}}})
+	}
+	flush := func() leasekeeper.Flushed {
+		t.Helper()
+		res, err := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(leasekeeper.Flushed)
+	}
+
+	queue(9, 1)
+	queue(10, 1)
+	lock, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	if _, err := lock.Exec(ctx, `SELECT id FROM trading_accounts WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan leasekeeper.Flushed, 1)
+	go func() {
+		res, _ := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute).Result()
+		done, _ := res.(leasekeeper.Flushed)
+		failed <- done
+	}()
+	testwait.For(t, "the write waiting on the follower's row, then terminated", 30*time.Second, func() (bool, string) {
+		var ended int
+		if err := db.Pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&ended); err != nil {
+			return false, err.Error()
+		}
+		return ended > 0, fmt.Sprintf("%d writes terminated", ended)
+	})
+	if done := <-failed; done.Err == nil {
+		t.Fatal("the terminated write was answered as written")
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	queue(10, 2) // newer than the failed write's row of ticket 10
+	queue(11, 1)
+	if done := flush(); done.Err != nil {
+		t.Fatalf("second flush: %v", done.Err)
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT master_ticket, volume FROM copy_positions WHERE follower_id = 1 ORDER BY master_ticket`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]float64{}
+	for rows.Next() {
+		var mt int64
+		var v float64
+		if err := rows.Scan(&mt, &v); err != nil {
+			t.Fatal(err)
+		}
+		got[mt] = v
+	}
+	if rows.Err() != nil || len(got) != 3 || got[9] != 1 || got[10] != 2 || got[11] != 1 {
+		t.Fatalf("want tickets 9, 10 and 11 with volumes 1, 2 and 1, got %v (%v)", got, rows.Err())
+	}
+}

@@ -8,8 +8,8 @@ import (
 )
 
 // writeQueue holds the rows the AccountActors leave for the StatusWriter until its next
-// flush: ticket-map changes in the order they were made, and the latest protection state
-// per scope, status and positions snapshot per account. A step puts its rows under one
+// flush: the latest ticket-map row per ticket, in the order the tickets first changed, and
+// the latest protection state per scope, status and positions snapshot per account. A step puts its rows under one
 // shard's lock; sent as a message instead, they were boxed and woke the writer's mailbox
 // for every order, though the writer needs them only when it flushes. An account's rows
 // always go to the same shard, so they are taken in the order the account put them.
@@ -32,7 +32,11 @@ type writeShard struct {
 
 // pendingRows are rows put since the last take.
 type pendingRows struct {
-	tickets  []store.TicketRow
+	tickets []store.TicketRow
+	// ticketAt indexes tickets by key: a later change of a ticket replaces its row, so a
+	// batch holds one row per key (an order's open and close within one flush are one
+	// row), as the store's statement needs.
+	ticketAt map[[3]int64]int
 	prot     map[[2]int64]store.ProtectionRow // by follower and scope
 	statuses map[int64]store.AccountStatus
 	snaps    map[int64]snapshotUpdate
@@ -45,6 +49,7 @@ func (r *pendingRows) empty() bool {
 func (r *pendingRows) clear() {
 	clear(r.tickets) // no strings kept alive by the room
 	r.tickets = r.tickets[:0]
+	clear(r.ticketAt)
 	clear(r.prot)
 	clear(r.statuses)
 	clear(r.snaps)
@@ -69,10 +74,20 @@ func (q *writeQueue) put(a *accountRows) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := &s.rows
+	if len(a.tickets) > 0 && r.ticketAt == nil {
+		r.ticketAt = map[[3]int64]int{}
+	}
 	for _, t := range a.tickets {
 		e := t.Entry
-		r.tickets = append(r.tickets, store.TicketRow{FollowerID: a.id, Epoch: a.epoch, LinkID: e.LinkID, MasterTicket: e.MasterTicket,
-			FollowerTicket: e.FollowerTicket, Volume: e.Volume, ClosedAt: t.ClosedAt})
+		row := store.TicketRow{FollowerID: a.id, Epoch: a.epoch, LinkID: e.LinkID, MasterTicket: e.MasterTicket,
+			FollowerTicket: e.FollowerTicket, Volume: e.Volume, ClosedAt: t.ClosedAt}
+		k := [3]int64{a.id, e.LinkID, e.MasterTicket}
+		if i, ok := r.ticketAt[k]; ok {
+			r.tickets[i] = row
+			continue
+		}
+		r.ticketAt[k] = len(r.tickets)
+		r.tickets = append(r.tickets, row)
 	}
 	if len(a.protection) > 0 && r.prot == nil {
 		r.prot = map[[2]int64]store.ProtectionRow{}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -245,7 +246,7 @@ const statusChunk = 500
 // is written only where node_id is this node and lease_epoch is the row's epoch: a node
 // that lost an account cannot overwrite what the new owner wrote, even from a queue.
 func WriteStatusesFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []AccountStatus) (FencedResult, error) {
-	rows = lastPerKey(rows, func(r AccountStatus) int64 { return r.ID })
+	rows = lastPerKey(rows, func(r AccountStatus) int64 { return r.ID }, cmp.Compare[int64])
 	return inBatches(rows, statusChunk, func(batch []AccountStatus) (FencedResult, error) { return writeStatuses(ctx, pool, node, batch) })
 }
 

@@ -17,8 +17,26 @@ type FencedResult struct {
 // renewals and releases (FOR NO KEY UPDATE), as FOR SHARE did — at 20,000 followers on a
 // 1 s interval, lease cycles waiting behind those writes missed their deadline.
 
-// lastPerKey keeps the last row of each key, in first-seen key order.
-func lastPerKey[T any, K comparable](rows []T, key func(T) K) []T {
+// lastPerKey keeps the last row of each key, in first-seen key order. Rows whose keys all
+// differ (the StatusWriter's batches, whose queue keeps one row per key) come back as they
+// are: a sorted copy of the keys tells, at a fraction of the bytes of the map and the
+// second slice that only a repeated key needs.
+func lastPerKey[T any, K comparable](rows []T, key func(T) K, compare func(a, b K) int) []T {
+	if len(rows) < 2 {
+		return rows
+	}
+	keys := make([]K, len(rows))
+	for i, r := range rows {
+		keys[i] = key(r)
+	}
+	slices.SortFunc(keys, compare)
+	repeated := false
+	for i := 1; i < len(keys) && !repeated; i++ {
+		repeated = keys[i] == keys[i-1]
+	}
+	if !repeated {
+		return rows
+	}
 	idx := make(map[K]int, len(rows))
 	out := make([]T, 0, len(rows))
 	for _, r := range rows {
@@ -32,6 +50,10 @@ func lastPerKey[T any, K comparable](rows []T, key func(T) K) []T {
 	}
 	return out
 }
+
+// compareKey2 and compareKey3 order composite keys for lastPerKey.
+func compareKey2(a, b [2]int64) int { return slices.Compare(a[:], b[:]) }
+func compareKey3(a, b [3]int64) int { return slices.Compare(a[:], b[:]) }
 
 // writeBatch is the most rows a fenced write sends in one statement. pgx writes a
 // statement's message into a buffer it shrinks again after every message (and, through its

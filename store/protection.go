@@ -94,7 +94,7 @@ func WriteProtectionFenced(ctx context.Context, pool *pgxpool.Pool, node string,
 }
 
 func writeProtectionFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []ProtectionRow) (FencedResult, error) {
-	rows = lastPerKey(rows, func(r ProtectionRow) [2]int64 { return [2]int64{r.FollowerID, r.LinkID} })
+	rows = lastPerKey(rows, func(r ProtectionRow) [2]int64 { return [2]int64{r.FollowerID, r.LinkID} }, compareKey2)
 	if len(rows) == 0 {
 		return FencedResult{}, nil
 	}

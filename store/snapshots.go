@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,7 +35,7 @@ func WriteSnapshotsFenced(ctx context.Context, pool *pgxpool.Pool, node string, 
 var emptyPositions = []byte("[]")
 
 func writeSnapshotsFenced(ctx context.Context, pool *pgxpool.Pool, node string, rows []PositionsSnapshot) (FencedResult, error) {
-	rows = lastPerKey(rows, func(r PositionsSnapshot) int64 { return r.ID })
+	rows = lastPerKey(rows, func(r PositionsSnapshot) int64 { return r.ID }, cmp.Compare[int64])
 	if len(rows) == 0 {
 		return FencedResult{}, nil
 	}

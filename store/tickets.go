@@ -60,7 +60,7 @@ func upsertTicketsFenced(ctx context.Context, pool *pgxpool.Pool, node string, r
 	// One statement may not upsert one key twice: the last write of a key wins.
 	rows = lastPerKey(rows, func(r TicketRow) [3]int64 {
 		return [3]int64{r.FollowerID, r.LinkID, r.MasterTicket}
-	})
+	}, compareKey3)
 	if len(rows) == 0 {
 		return FencedResult{}, nil
 	}
