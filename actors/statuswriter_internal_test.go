@@ -25,24 +25,7 @@ import (
 // 11 is queued, the second Flush is asked, then the lock goes.
 func TestFlushDuringAWriteWaitsForTheNextOne(t *testing.T) {
 	ctx := context.Background()
-	db := storetest.NewDB(t)
-	if _, err := db.Pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, login) VALUES (1, 'mt5', 'follower', 'f1'), (50, 'mt5', 'master', 'm50')`); err != nil {
-		t.Fatal(err)
-	}
-	var link int64
-	if err := db.Pool.QueryRow(ctx, `INSERT INTO copy_links (master_id, follower_id, magic) VALUES (50, 1, 7) RETURNING id`).Scan(&link); err != nil {
-		t.Fatal(err)
-	}
-	cycle, err := store.LeaseCycle(ctx, db.Pool, store.CycleRequest{Node: "n1", Platform: "mt5", Lease: time.Hour, Capacity: 1})
-	if err != nil || len(cycle.Owned) != 1 {
-		t.Fatalf("claim: %+v, %v", cycle, err)
-	}
-	epoch := cycle.Owned[0].Epoch
-	e := &engine{cfg: Config{NodeID: "n1", FlushEvery: time.Hour}, pool: db.Pool, log: zerolog.Nop(), metrics: &Metrics{}, writes: &writeQueue{}}
-	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(e.log)))
-	defer system.Shutdown()
-	writer := system.Root.Spawn(actor.PropsFromProducer(newStatusWriter(e)))
-	defer func() { _ = system.Root.StopFuture(writer).Wait() }() // ends its ticker
+	db, e, system, writer, link, epoch := newWriterFixture(t)
 	queue := func(masterTicket int64) {
 		e.writes.put(&accountRows{id: 1, epoch: epoch, tickets: []follower.TicketChange{
 			{Entry: reconcile.TicketMapEntry{LinkID: link, MasterTicket: masterTicket, FollowerTicket: 100 + masterTicket, Volume: 1}}}})
@@ -105,24 +88,7 @@ func TestFlushDuringAWriteWaitsForTheNextOne(t *testing.T) {
 // terminated, so it fails for certain.
 func TestAFailedWriteIsWrittenByTheNextFlush(t *testing.T) {
 	ctx := context.Background()
-	db := storetest.NewDB(t)
-	if _, err := db.Pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, login) VALUES (1, 'mt5', 'follower', 'f1'), (50, 'mt5', 'master', 'm50')`); err != nil {
-		t.Fatal(err)
-	}
-	var link int64
-	if err := db.Pool.QueryRow(ctx, `INSERT INTO copy_links (master_id, follower_id, magic) VALUES (50, 1, 7) RETURNING id`).Scan(&link); err != nil {
-		t.Fatal(err)
-	}
-	cycle, err := store.LeaseCycle(ctx, db.Pool, store.CycleRequest{Node: "n1", Platform: "mt5", Lease: time.Hour, Capacity: 1})
-	if err != nil || len(cycle.Owned) != 1 {
-		t.Fatalf("claim: %+v, %v", cycle, err)
-	}
-	epoch := cycle.Owned[0].Epoch
-	e := &engine{cfg: Config{NodeID: "n1", FlushEvery: time.Hour}, pool: db.Pool, log: zerolog.Nop(), metrics: &Metrics{}, writes: &writeQueue{}}
-	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(e.log)))
-	defer system.Shutdown()
-	writer := system.Root.Spawn(actor.PropsFromProducer(newStatusWriter(e)))
-	defer func() { _ = system.Root.StopFuture(writer).Wait() }()
+	db, e, system, writer, link, epoch := newWriterFixture(t)
 	queue := func(masterTicket int64, volume float64) {
 		e.writes.put(&accountRows{id: 1, epoch: epoch, tickets: []follower.TicketChange{
 			{Entry: reconcile.TicketMapEntry{LinkID: link, MasterTicket: masterTicket, FollowerTicket: 100 + masterTicket, Volume: volume}}}})
@@ -186,4 +152,31 @@ func TestAFailedWriteIsWrittenByTheNextFlush(t *testing.T) {
 	if rows.Err() != nil || len(got) != 3 || got[9] != 1 || got[10] != 2 || got[11] != 1 {
 		t.Fatalf("want tickets 9, 10 and 11 with volumes 1, 2 and 1, got %v (%v)", got, rows.Err())
 	}
+}
+
+// newWriterFixture is a database with follower 1 (claimed by n1 at epoch) linked to
+// master 50 by link, and a StatusWriter of that node over an empty queue.
+func newWriterFixture(t *testing.T) (*storetest.DB, *engine, *actor.ActorSystem, *actor.PID, int64, int64) {
+	t.Helper()
+	ctx := context.Background()
+	db := storetest.NewDB(t)
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, login) VALUES (1, 'mt5', 'follower', 'f1'), (50, 'mt5', 'master', 'm50')`); err != nil {
+		t.Fatal(err)
+	}
+	var link int64
+	if err := db.Pool.QueryRow(ctx, `INSERT INTO copy_links (master_id, follower_id, magic) VALUES (50, 1, 7) RETURNING id`).Scan(&link); err != nil {
+		t.Fatal(err)
+	}
+	cycle, err := store.LeaseCycle(ctx, db.Pool, store.CycleRequest{Node: "n1", Platform: "mt5", Lease: time.Hour, Capacity: 1})
+	if err != nil || len(cycle.Owned) != 1 {
+		t.Fatalf("claim: %+v, %v", cycle, err)
+	}
+	e := &engine{cfg: Config{NodeID: "n1", FlushEvery: time.Hour}, pool: db.Pool, log: zerolog.Nop(), metrics: &Metrics{}, writes: &writeQueue{}}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(e.log)))
+	writer := system.Root.Spawn(actor.PropsFromProducer(newStatusWriter(e)))
+	t.Cleanup(func() {
+		_ = system.Root.StopFuture(writer).Wait() // ends its ticker
+		system.Shutdown()
+	})
+	return db, e, system, writer, link, cycle.Owned[0].Epoch
 }
