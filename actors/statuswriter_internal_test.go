@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/internal/testwait"
@@ -42,14 +43,7 @@ func TestFlushDuringAWriteWaitsForTheNextOne(t *testing.T) {
 	}
 
 	queue(10)
-	lock, err := db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = lock.Rollback(ctx) }()
-	if _, err := lock.Exec(ctx, `SELECT id FROM trading_accounts WHERE id = 1 FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	lock := lockFollower(t, db)
 	first := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute)
 	testwait.For(t, "the first write waiting on the follower's row", 30*time.Second, func() (bool, string) {
 		var waiting int
@@ -104,14 +98,7 @@ func TestAFailedWriteIsWrittenByTheNextFlush(t *testing.T) {
 
 	queue(9, 1)
 	queue(10, 1)
-	lock, err := db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = lock.Rollback(ctx) }()
-	if _, err := lock.Exec(ctx, `SELECT id FROM trading_accounts WHERE id = 1 FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	lock := lockFollower(t, db)
 	failed := make(chan leasekeeper.Flushed, 1)
 	go func() {
 		res, _ := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute).Result()
@@ -179,4 +166,20 @@ func newWriterFixture(t *testing.T) (*storetest.DB, *engine, *actor.ActorSystem,
 		system.Shutdown()
 	})
 	return db, e, system, writer, link, cycle.Owned[0].Epoch
+}
+
+// lockFollower holds follower 1's row FOR UPDATE until the returned transaction ends (or
+// the test does), so a fenced write of its rows waits.
+func lockFollower(t *testing.T, db *storetest.DB) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	lock, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Rollback(ctx) })
+	if _, err := lock.Exec(ctx, `SELECT id FROM trading_accounts WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	return lock
 }
