@@ -152,10 +152,31 @@ type Action struct {
 	Untrack bool
 }
 
-// String describes the action for logs and the account's journal (one per order). It
-// builds the text with strconv, as fmt's %v would print it, in one allocation: Sprintf
-// cost a dozen per order.
-func (a Action) String() string {
+// Summary is what an action's description (String) shows: the account's journal keeps
+// it in place of the text, formatted only when the journal is read, instead of a string
+// built on every order.
+type Summary struct {
+	Kind           ActionKind
+	Reason         Reason
+	Side           broker.Side
+	MasterTicket   int64
+	FollowerTicket int64
+	Symbol         string
+	Volume, SL, TP float64
+}
+
+// Summary returns the part of a that its description shows.
+func (a Action) Summary() Summary {
+	return Summary{Kind: a.Kind, Reason: a.Reason, Side: a.Side, MasterTicket: a.MasterTicket, FollowerTicket: a.FollowerTicket,
+		Symbol: a.Symbol, Volume: a.Volume, SL: a.SL, TP: a.TP}
+}
+
+// String describes the action for logs and the account's journal.
+func (a Action) String() string { return a.Summary().String() }
+
+// String describes the action as fmt's %v would print it, built with strconv in one
+// allocation: Sprintf cost a dozen.
+func (a Summary) String() string {
 	b := make([]byte, 0, 96)
 	switch a.Kind {
 	case Open:
@@ -181,7 +202,7 @@ func (a Action) String() string {
 	return string(b)
 }
 
-func (a Action) sideSymbolVolume(b []byte) []byte {
+func (a Summary) sideSymbolVolume(b []byte) []byte {
 	b = append(b, a.Side.String()...)
 	b = append(b, ' ')
 	b = append(b, a.Symbol...)
@@ -189,7 +210,7 @@ func (a Action) sideSymbolVolume(b []byte) []byte {
 	return strconv.AppendFloat(b, a.Volume, 'g', -1, 64)
 }
 
-func (a Action) masterReason(b []byte) []byte {
+func (a Summary) masterReason(b []byte) []byte {
 	b = append(b, " (master "...)
 	b = strconv.AppendInt(b, a.MasterTicket, 10)
 	b = append(b, ", "...)
@@ -197,7 +218,7 @@ func (a Action) masterReason(b []byte) []byte {
 	return append(b, ')')
 }
 
-func (a Action) stops(b []byte) []byte {
+func (a Summary) stops(b []byte) []byte {
 	b = append(b, " sl="...)
 	b = strconv.AppendFloat(b, a.SL, 'g', -1, 64)
 	b = append(b, " tp="...)

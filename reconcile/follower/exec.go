@@ -173,12 +173,12 @@ func (c *Core) OrderDone(at At, out OrderOutcome) *Ready {
 		c.dirty = true
 		c.status.Dropped++
 		c.setPhase(PhaseDirty)
-		c.ready.Journal = append(c.ready.Journal, Journal{Time: now, Action: act.String(), MasterTicket: act.MasterTicket, Result: "dropped"})
+		c.ready.Journal = append(c.ready.Journal, Journal{Time: now, Order: act.Summary(), MasterTicket: act.MasterTicket, Result: "dropped"})
 		noted := act
 		c.note(Note{Kind: NoteDropped, Action: &noted})
 		r.stopped, r.cur = true, -1
 	case out.Err != nil:
-		c.ready.Journal = append(c.ready.Journal, Journal{Time: r.linkStart, Link: l.id, Action: act.String(), MasterTicket: act.MasterTicket,
+		c.ready.Journal = append(c.ready.Journal, Journal{Time: r.linkStart, Link: l.id, Order: act.Summary(), MasterTicket: act.MasterTicket,
 			Ticket: out.Result.Ticket, Result: className(out.Err)})
 		if FailureOf(out.Err) == FailUnknown {
 			tr, un := act.UnknownOutcomeChanges(l.id, c.follower.Info.Mode)
@@ -189,11 +189,15 @@ func (c *Core) OrderDone(at At, out OrderOutcome) *Ready {
 		}
 	default:
 		c.orderFails = 0
-		j := Journal{Time: r.linkStart, Link: l.id, Action: act.String(), MasterTicket: act.MasterTicket, Ticket: out.Result.Ticket, Result: "ok"}
+		j := Journal{Time: r.linkStart, Link: l.id, Order: act.Summary(), MasterTicket: act.MasterTicket, Ticket: out.Result.Ticket, Result: "ok"}
 		if r.kind == runEvent && !out.Result.ServerTime.IsZero() {
 			o := &r.events[r.ei].origin
 			j.Latency = out.Result.ServerTime.Sub(o.ServerTime)
-			j.Quality, j.HasQuality = MeasureQuality(o, act, out.Result, out.SentAt, c.Point(act.Symbol)), true
+			var point float64
+			if act.Kind == reconcile.Open { // only an open's slippage is measured, in points: a close looks up no symbol
+				point = c.Point(act.Symbol)
+			}
+			j.Quality, j.HasQuality = MeasureQuality(o, act, out.Result, out.SentAt, point), true
 		}
 		c.ready.Journal = append(c.ready.Journal, j)
 		c.status.LastCopy = r.linkStart
@@ -239,7 +243,7 @@ func (c *Core) abandon(now time.Time) {
 	c.resend.waiting = false
 	act := r.actions[r.ai]
 	r.ai++
-	c.ready.Journal = append(c.ready.Journal, Journal{Time: r.linkStart, Link: c.links[r.cur].id, Action: act.String(),
+	c.ready.Journal = append(c.ready.Journal, Journal{Time: r.linkStart, Link: c.links[r.cur].id, Order: act.Summary(),
 		MasterTicket: act.MasterTicket, Result: className(c.resend.err)})
 	c.setError(c.resend.err)
 	c.note(Note{Kind: NoteOrderFailed, Err: c.resend.err, Action: &act, Failure: FailureOf(c.resend.err)})

@@ -199,7 +199,7 @@ func (c *Core) observeEquity(now time.Time, equity float64) bool {
 			c.ready.Protection = append(c.ready.Protection, ProtectionState{Scope: scope, State: doc, ResetGen: g.gen})
 		}
 		if stop != nil {
-			c.ready.Journal = append(c.ready.Journal, Journal{Time: now, Action: describeStop(scope, stop), Result: "stop_out"})
+			c.ready.Journal = append(c.ready.Journal, Journal{Time: now, StopOut: describeStop(scope, stop), Result: "stop_out"})
 			c.note(Note{Kind: NoteStopOut, Link: scope, Stop: stop})
 		}
 	}

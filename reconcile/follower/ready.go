@@ -108,8 +108,12 @@ type ProtectionState struct {
 
 // Journal is one entry of the account's copy journal.
 type Journal struct {
-	Time         time.Time
-	Action       string
+	Time time.Time
+	// Order is the order sent, dropped or refused, kept as its summary and described only
+	// when the journal is read (Action); zero for a stop-out.
+	Order reconcile.Summary
+	// StopOut describes a stop-out's entry.
+	StopOut      string
 	MasterTicket int64
 	Ticket       int64
 	Result       string // "ok", an error class, "dropped" or "stop_out"
@@ -119,6 +123,14 @@ type Journal struct {
 	// (HasQuality); a reconcile's orders have none.
 	Quality    Quality
 	HasQuality bool
+}
+
+// Action describes the entry: its order, or the stop-out.
+func (j *Journal) Action() string {
+	if j.StopOut != "" {
+		return j.StopOut
+	}
+	return j.Order.String()
 }
 
 // NoteKind names something that happened, for logs, metrics and observers.

@@ -288,7 +288,7 @@ func (s *scenario) print(rd *Ready) string {
 	}
 	for _, j := range rd.Journal {
 		line("journal: %s link %d master %d ticket %d: %s latency %v quality %v", s.offset(j.Time), j.Link, j.MasterTicket, j.Ticket, j.Result, j.Latency, j.HasQuality)
-		line("  %s", j.Action)
+		line("  %s", j.Action())
 	}
 	for _, n := range rd.Notes {
 		line("note: %s", s.note(&n))

@@ -152,7 +152,7 @@ func newJournalJSON(js []actors.JournalEntry) []journalJSON {
 	out := make([]journalJSON, 0, len(js))
 	for i := len(js) - 1; i >= 0; i-- { // newest first
 		e := js[i]
-		j := journalJSON{Time: e.Time, Action: e.Action, MasterTicket: e.MasterTicket, Ticket: e.Ticket,
+		j := journalJSON{Time: e.Time, Action: e.Action(), MasterTicket: e.MasterTicket, Ticket: e.Ticket,
 			Result: e.Result, LatencyMS: ms(e.Latency), Link: e.Link}
 		if e.HasQuality {
 			f, n, b := ms(e.Quality.Feed), ms(e.Quality.Node), ms(e.Quality.Broker)
