@@ -21,14 +21,13 @@ func (b *hedgingBook) add(symbol string, volume float64) {
 
 // hedging plans a hedging follower: every copy is its own position.
 func (p *planner) hedging() {
-	entries := p.entriesByMaster()
 	copies := p.matchCopies()
 	book := hedgingBook{lots: make(map[string]float64)}
-	for _, t := range p.knownTickets(copies, entries) {
-		p.manageTicket(t, copies.of(t), entries[t], &book)
+	for _, t := range p.knownTickets(copies) {
+		p.manageTicket(t, copies.of(t), p.entriesOf(t), &book)
 	}
 	for _, m := range p.masters {
-		if !p.inScope(m.Ticket) || len(copies.of(m.Ticket)) > 0 || len(entries[m.Ticket]) > 0 {
+		if !p.inScope(m.Ticket) || len(copies.of(m.Ticket)) > 0 || len(p.entriesOf(m.Ticket)) > 0 {
 			continue
 		}
 		c, ok := p.evaluate(m)
@@ -75,24 +74,19 @@ func (s copySet) has(ft int64) bool {
 // marker. Positions of the link's magic that match neither are reported as unidentified
 // and left alone.
 func (p *planner) matchCopies() copySet {
-	var own []broker.Position
+	var copies copySet
 	for _, f := range p.in.Follower.Positions {
 		if f.Magic == p.in.Link.Magic {
-			own = append(own, f)
+			copies = append(copies, matchedCopy{pos: f})
 		}
 	}
 	// By ticket, the first of a repeated ticket kept (a stable sort keeps the repeats in
-	// their order); searched by ticket below instead of a set per plan.
-	byTicket := func(a, b broker.Position) int { return cmp.Compare(a.Ticket, b.Ticket) }
-	slices.SortStableFunc(own, byTicket)
-	own = slices.CompactFunc(own, func(a, b broker.Position) bool { return a.Ticket == b.Ticket })
-	// One slot per own position: the first map entry naming it, else its marker.
-	copies := make(copySet, len(own))
-	for i, f := range own {
-		copies[i].pos = f
-	}
+	// their order); searched by ticket below instead of a set per plan. One slot per own
+	// position: the first map entry naming it, else its marker.
+	slices.SortStableFunc(copies, func(a, b matchedCopy) int { return cmp.Compare(a.pos.Ticket, b.pos.Ticket) })
+	copies = slices.CompactFunc(copies, func(a, b matchedCopy) bool { return a.pos.Ticket == b.pos.Ticket })
 	for _, e := range p.entries {
-		if i, found := slices.BinarySearchFunc(own, e.FollowerTicket, func(p broker.Position, t int64) int { return cmp.Compare(p.Ticket, t) }); found && !copies[i].mapped {
+		if i, found := slices.BinarySearchFunc(copies, e.FollowerTicket, func(c matchedCopy, t int64) int { return cmp.Compare(c.pos.Ticket, t) }); found && !copies[i].mapped {
 			copies[i].master, copies[i].mapped = e.MasterTicket, true
 		}
 	}
@@ -162,32 +156,35 @@ func (p *planner) manageTicket(t int64, cs copySet, es []TicketMapEntry, book *h
 }
 
 // knownTickets returns the master tickets that have copies or entries, open masters first
-// (oldest first), then closed ones by ticket.
-func (p *planner) knownTickets(copies copySet, entries map[int64][]TicketMapEntry) []int64 {
-	seen := make(map[int64]bool, len(copies)+len(entries))
-	var open, closed []int64
-	add := func(t int64) {
-		if seen[t] {
-			return
-		}
-		seen[t] = true
-		if _, ok := p.master(t); !ok {
-			closed = append(closed, t)
-		}
-	}
-	for _, c := range copies {
-		add(c.master)
-	}
-	for t := range entries {
-		add(t)
-	}
+// (oldest first), then closed ones by ticket. The copies and the entries are both sorted
+// by master ticket: the closed ones are merged from them, without a set.
+func (p *planner) knownTickets(copies copySet) []int64 {
+	var out []int64
 	for _, m := range p.masters {
-		if seen[m.Ticket] {
-			open = append(open, m.Ticket)
+		if len(copies.of(m.Ticket)) > 0 || len(p.entriesOf(m.Ticket)) > 0 {
+			out = append(out, m.Ticket)
 		}
 	}
-	slices.Sort(closed)
-	return append(open, closed...)
+	i, j := 0, 0
+	var last int64
+	for n := 0; i < len(copies) || j < len(p.entries); n++ {
+		var t int64
+		if j == len(p.entries) || (i < len(copies) && copies[i].master <= p.entries[j].MasterTicket) {
+			t = copies[i].master
+			i++
+		} else {
+			t = p.entries[j].MasterTicket
+			j++
+		}
+		if n > 0 && t == last {
+			continue
+		}
+		last = t
+		if _, open := p.master(t); !open {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // fitLimits applies max_open_copies and max_lots_per_symbol to a new copy and returns its

@@ -68,13 +68,12 @@ func (p *planner) netting() {
 // that could be copied anew and how many shares are carried (for max_open_copies, whatever
 // the scope).
 func (p *planner) carriedShares(syms map[string]*netSymbol) (fresh []broker.Position, carried int) {
-	entries := p.entriesByMaster()
 	for _, ns := range syms {
 		if ns.pos == nil {
 			continue
 		}
 		if t, ok := ParseMarker(ns.pos.Comment); ok {
-			if es := entries[t]; len(es) > 0 && !slices.ContainsFunc(es, func(e TicketMapEntry) bool { return e.FollowerTicket == ns.pos.Ticket }) {
+			if es := p.entriesOf(t); len(es) > 0 && !slices.ContainsFunc(es, func(e TicketMapEntry) bool { return e.FollowerTicket == ns.pos.Ticket }) {
 				ns.markedAt = es[0].FollowerTicket
 			}
 		}
@@ -86,7 +85,7 @@ func (p *planner) carriedShares(syms map[string]*netSymbol) (fresh []broker.Posi
 			ns = nil
 		}
 		side, _, _ := copySide(p.s, m)
-		if es := entries[m.Ticket]; len(es) > 0 {
+		if es := p.entriesOf(m.Ticket); len(es) > 0 {
 			if ns != nil && ns.foreign {
 				p.skip(Skip{MasterTicket: m.Ticket, Symbol: m.Symbol, Reason: SkipNettingSymbolBusy,
 					Detail: fmt.Sprintf("%s is held by a position of another magic number", sym)})

@@ -188,13 +188,15 @@ func byEntry(a, b TicketMapEntry) int {
 	return cmp.Compare(a.Volume, b.Volume)
 }
 
-// entriesByMaster groups this link's entries by master ticket (each group sorted).
-func (p *planner) entriesByMaster() map[int64][]TicketMapEntry {
-	out := make(map[int64][]TicketMapEntry)
-	for _, e := range p.entries {
-		out[e.MasterTicket] = append(out[e.MasterTicket], e)
+// entriesOf returns master ticket t's entries of this link: a run of p.entries, which
+// index sorted by master ticket (searched there instead of grouped in a map per plan).
+func (p *planner) entriesOf(t int64) []TicketMapEntry {
+	i, _ := slices.BinarySearchFunc(p.entries, t, func(e TicketMapEntry, t int64) int { return cmp.Compare(e.MasterTicket, t) })
+	j := i
+	for j < len(p.entries) && p.entries[j].MasterTicket == t {
+		j++
 	}
-	return out
+	return p.entries[i:j]
 }
 
 // inScope reports whether the plan may act for master ticket t.

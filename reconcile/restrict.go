@@ -71,18 +71,17 @@ func (p *planner) closeAll() {
 // positions are closed as orphans (their entries dropped), the others for protection, each
 // found only by its marker tracked first so that it becomes a tombstone.
 func (p *planner) closeAllHedging() {
-	entries := p.entriesByMaster()
 	copies := p.matchCopies()
 	book := hedgingBook{lots: make(map[string]float64)}
-	for _, t := range p.knownTickets(copies, entries) {
+	for _, t := range p.knownTickets(copies) {
 		p.copied[t] = true
 		m, open := p.master(t)
 		cs := copies.of(t)
 		if !open || !p.inScope(t) {
-			p.manageTicket(t, cs, entries[t], &book)
+			p.manageTicket(t, cs, p.entriesOf(t), &book)
 			continue
 		}
-		if len(entries[t]) == 0 && len(cs) > 0 && positive(m.Volume) {
+		if len(p.entriesOf(t)) == 0 && len(cs) > 0 && positive(m.Volume) {
 			p.track(t, cs[0].pos.Ticket, cs[0].pos.Volume/m.Volume)
 		}
 		for _, c := range cs {
