@@ -64,12 +64,13 @@ type Core struct {
 	masters   map[int64]*master
 	follower  reconcile.AccountState
 	fetched   bool                                         // follower state came from a reconcile
-	tickets   map[int64]map[int64]reconcile.TicketMapEntry // link → master ticket → entry
-	// sortedTickets caches a link's entries as the planner takes them (sorted by master,
-	// then follower ticket), until the link's map changes: built for every plan, it was a
-	// map walk, a sort and an allocation per master event.
-	sortedTickets map[int64][]reconcile.TicketMapEntry
-	seenAt        time.Time // when the follower's positions were last read or changed by an order
+	// tickets is each link's ticket map as the planner takes it: one entry per master
+	// ticket, sorted by it. A change replaces the link's slice with a new one (copy on
+	// write), so a slice handed to a plan or a reconcile is never changed under it; a map
+	// of entries per link, sorted again for the plan after every change, cost a map walk,
+	// a sort and two map writes per order.
+	tickets map[int64][]reconcile.TicketMapEntry
+	seenAt  time.Time // when the follower's positions were last read or changed by an order
 
 	loading     bool
 	loadFails   int
@@ -113,7 +114,7 @@ type Core struct {
 
 // New returns the Core of an account just claimed.
 func New(opt Options) *Core {
-	return &Core{opt: opt, masters: map[int64]*master{}, tickets: map[int64]map[int64]reconcile.TicketMapEntry{}}
+	return &Core{opt: opt, masters: map[int64]*master{}, tickets: map[int64][]reconcile.TicketMapEntry{}}
 }
 
 // Status is the account's status as of the last input.
@@ -277,11 +278,7 @@ func (c *Core) Loaded(at At, m Loaded) *Ready {
 		}
 	}
 	if m.WithTickets {
-		c.tickets = map[int64]map[int64]reconcile.TicketMapEntry{}
-		clear(c.sortedTickets)
-		for _, t := range m.Tickets {
-			c.ticketsOf(t.LinkID)[t.MasterTicket] = t
-		}
+		c.tickets = ticketsByLink(m.Tickets)
 	}
 	if err := c.loadGuards(m.Protection); err != nil {
 		c.setError(err)
@@ -310,18 +307,6 @@ func contains(s []int64, v int64) bool {
 		}
 	}
 	return false
-}
-
-// ticketsOf returns link's entries by master ticket, for a change: the planner's sorted
-// copy is dropped.
-func (c *Core) ticketsOf(link int64) map[int64]reconcile.TicketMapEntry {
-	delete(c.sortedTickets, link)
-	m := c.tickets[link]
-	if m == nil {
-		m = map[int64]reconcile.TicketMapEntry{}
-		c.tickets[link] = m
-	}
-	return m
 }
 
 // MasterAttached: a master's feed is (re)connected. restarted says the feed started a new
@@ -574,24 +559,60 @@ func (c *Core) startReconcile(now time.Time, cause Cause) {
 	c.note(Note{Kind: NoteReconcileStarted, Cause: cause})
 }
 
-// ticketMap returns link linkID's entries sorted by master, then follower ticket. The
-// slice is shared until the link's map changes: callers only read it.
-func (c *Core) ticketMap(linkID int64) []reconcile.TicketMapEntry {
-	if tm, ok := c.sortedTickets[linkID]; ok {
-		return tm
+// ticketMap returns link linkID's entries, one per master ticket, sorted by it. Callers
+// only read it; a change of the link's map replaces it.
+func (c *Core) ticketMap(linkID int64) []reconcile.TicketMapEntry { return c.tickets[linkID] }
+
+// setTicket makes t the entry of its link and master ticket (replacing the entry there);
+// unsetTicket drops the entry of (link, master ticket). Both put a new slice in place of
+// the link's: one handed out earlier stays as it was.
+func (c *Core) setTicket(t reconcile.TicketMapEntry) {
+	old := c.tickets[t.LinkID]
+	i, found := c.findTicket(old, t.MasterTicket)
+	if found {
+		s := slices.Clone(old)
+		s[i] = t
+		c.tickets[t.LinkID] = s
+		return
 	}
-	tm := make([]reconcile.TicketMapEntry, 0, len(c.tickets[linkID]))
-	for _, t := range c.tickets[linkID] {
-		tm = append(tm, t)
+	s := make([]reconcile.TicketMapEntry, len(old)+1)
+	copy(s, old[:i])
+	s[i] = t
+	copy(s[i+1:], old[i:])
+	c.tickets[t.LinkID] = s
+}
+
+func (c *Core) unsetTicket(link, masterTicket int64) {
+	old := c.tickets[link]
+	i, found := c.findTicket(old, masterTicket)
+	switch {
+	case !found:
+	case len(old) == 1:
+		delete(c.tickets, link)
+	default:
+		c.tickets[link] = slices.Concat(old[:i], old[i+1:])
 	}
-	slices.SortFunc(tm, func(a, b reconcile.TicketMapEntry) int {
-		return cmp.Or(cmp.Compare(a.MasterTicket, b.MasterTicket), cmp.Compare(a.FollowerTicket, b.FollowerTicket))
-	})
-	if c.sortedTickets == nil {
-		c.sortedTickets = map[int64][]reconcile.TicketMapEntry{}
+}
+
+// ticketsByLink groups stored entries as Core.tickets holds them: by link, one per master
+// ticket (the last of a repeated one, as setting them one by one would), sorted by it.
+func ticketsByLink(ts []reconcile.TicketMapEntry) map[int64][]reconcile.TicketMapEntry {
+	out := map[int64][]reconcile.TicketMapEntry{}
+	for _, t := range ts {
+		out[t.LinkID] = append(out[t.LinkID], t)
 	}
-	c.sortedTickets[linkID] = tm
-	return tm
+	for link, s := range out {
+		slices.SortStableFunc(s, func(a, b reconcile.TicketMapEntry) int { return cmp.Compare(a.MasterTicket, b.MasterTicket) })
+		slices.Reverse(s) // the last of each master ticket first, for Compact to keep
+		s = slices.CompactFunc(s, func(a, b reconcile.TicketMapEntry) bool { return a.MasterTicket == b.MasterTicket })
+		slices.Reverse(s)
+		out[link] = slices.Clip(s)
+	}
+	return out
+}
+
+func (c *Core) findTicket(s []reconcile.TicketMapEntry, masterTicket int64) (int, bool) {
+	return slices.BinarySearchFunc(s, masterTicket, func(e reconcile.TicketMapEntry, t int64) int { return cmp.Compare(e.MasterTicket, t) })
 }
 
 // TokenDone is the outcome of a Ready.RaiseToken: nil, or the broker's error; dropped when

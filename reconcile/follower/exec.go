@@ -344,12 +344,12 @@ func (c *Core) changeMap(now time.Time, track, untrack []reconcile.TicketMapEntr
 }
 
 func (c *Core) track(t reconcile.TicketMapEntry) {
-	c.ticketsOf(t.LinkID)[t.MasterTicket] = t
+	c.setTicket(t)
 	c.ready.Tickets = append(c.ready.Tickets, TicketChange{Entry: t})
 }
 
 func (c *Core) untrack(t reconcile.TicketMapEntry, at time.Time) {
-	delete(c.ticketsOf(t.LinkID), t.MasterTicket)
+	c.unsetTicket(t.LinkID, t.MasterTicket)
 	c.ready.Tickets = append(c.ready.Tickets, TicketChange{Entry: t, ClosedAt: at})
 }
 
