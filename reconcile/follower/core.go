@@ -63,7 +63,7 @@ type Core struct {
 	links     []link
 	masters   map[int64]*master
 	follower  reconcile.AccountState
-	fetched   bool                                         // follower state came from a reconcile
+	fetched   bool // follower state came from a reconcile
 	// tickets is each link's ticket map as the planner takes it: one entry per master
 	// ticket, sorted by it. A change replaces the link's slice with a new one (copy on
 	// write), so a slice handed to a plan or a reconcile is never changed under it; a map
