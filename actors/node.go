@@ -341,18 +341,42 @@ type Snapshot struct {
 	Accounts     []AccountStatus
 }
 
-// Snapshot reads the node's live state.
+// Snapshot reads the node's live state, a copy of every account's status included.
 func (n *Node) Snapshot() Snapshot {
 	s := Snapshot{NodeID: n.e.cfg.NodeID, Platform: n.e.cfg.Platform, GateOpen: n.nodeGate.HoldsLease(), Remaining: n.nodeGate.Remaining()}
 	if _, ok := n.nodeGate.TrustedUntil(); ok {
 		// The gate's clock counts from boot; a console wants wall-clock time.
 		s.TrustedUntil = n.e.now().Add(s.Remaining)
 	}
-	n.lastMu.Lock()
-	s.LastCycle = n.last
-	n.lastMu.Unlock()
+	s.LastCycle = n.lastCycle()
 	s.Accounts = n.e.board.all()
 	return s
+}
+
+// Summary is what a node's metrics and progress lines read, as often as every scrape: its
+// lease and how many accounts it holds, by phase.
+type Summary struct {
+	GateOpen  bool
+	Remaining time.Duration
+	LastCycle leasekeeper.CycleReport
+	Accounts  int
+	ByPhase   map[AccountPhase]int
+}
+
+// Summary reads the node's lease and counts its accounts by phase, reading only each
+// account's phase: a Snapshot copies every account's status, journal and copy-quality
+// summaries, which a scrape of the metrics every two seconds made a tenth of a node's CPU
+// at 5,000 accounts.
+func (n *Node) Summary() Summary {
+	s := Summary{GateOpen: n.nodeGate.HoldsLease(), Remaining: n.nodeGate.Remaining(), LastCycle: n.lastCycle()}
+	s.ByPhase, s.Accounts = n.e.board.phases()
+	return s
+}
+
+func (n *Node) lastCycle() leasekeeper.CycleReport {
+	n.lastMu.Lock()
+	defer n.lastMu.Unlock()
+	return n.last
 }
 
 // Metrics returns the node's counters.

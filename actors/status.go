@@ -162,6 +162,20 @@ func (b *board) all() []AccountStatus {
 	return out
 }
 
+// phases counts the accounts by phase, and in all.
+func (b *board) phases() (map[AccountPhase]int, int) {
+	byPhase, total := map[AccountPhase]int{}, 0
+	b.m.Range(func(_, v any) bool {
+		a := v.(*accountBoard)
+		a.mu.Lock()
+		byPhase[a.s.Phase]++
+		a.mu.Unlock()
+		total++
+		return true
+	})
+	return byPhase, total
+}
+
 // Metrics are the node's counters, safe for concurrent use.
 type Metrics struct {
 	OrdersOK           atomic.Int64

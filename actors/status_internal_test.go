@@ -27,3 +27,34 @@ func TestJournalKeepsTheNewestInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestPhasesCountWhatTheSnapshotHolds: the metrics' count of accounts by phase agrees
+// with the statuses a Snapshot copies.
+func TestPhasesCountWhatTheSnapshotHolds(t *testing.T) {
+	var b board
+	for id, p := range map[int64]AccountPhase{1: PhaseCopying, 2: PhaseCopying, 3: PhaseDirty, 4: PhaseReconciling, 5: PhaseCopying} {
+		b.get(id).update(func(s *AccountStatus) { s.Phase = p })
+	}
+	b.get(6) // just spawned
+	b.remove(3)
+	byPhase, total := b.phases()
+	want := map[AccountPhase]int{}
+	all := b.all()
+	for _, a := range all {
+		want[a.Phase]++
+	}
+	if total != len(all) || total != 5 {
+		t.Fatalf("phases counted %d accounts, the snapshot holds %d (want 5)", total, len(all))
+	}
+	if len(byPhase) != len(want) {
+		t.Fatalf("by phase %v, the snapshot's %v", byPhase, want)
+	}
+	for p, n := range want {
+		if byPhase[p] != n {
+			t.Errorf("phase %v: counted %d, the snapshot holds %d", p, byPhase[p], n)
+		}
+	}
+	if byPhase[PhaseCopying] != 3 {
+		t.Errorf("copying: %d, want 3", byPhase[PhaseCopying])
+	}
+}

@@ -592,7 +592,7 @@ func (d *demo) waitForClaims(ctx context.Context) bool {
 	for {
 		owned := 0
 		for _, n := range d.nodes {
-			owned += len(n.Snapshot().Accounts)
+			owned += n.Summary().Accounts
 		}
 		if owned >= len(d.followers) {
 			d.printf("the nodes own all %d followers after %v", len(d.followers), time.Since(start).Round(10*time.Millisecond))
@@ -618,7 +618,7 @@ func (d *demo) summary() string {
 	b.WriteString("owned")
 	var ok, failed int64
 	for _, n := range d.nodes {
-		fmt.Fprintf(&b, " %s=%d", n.Config().NodeID, len(n.Snapshot().Accounts))
+		fmt.Fprintf(&b, " %s=%d", n.Config().NodeID, n.Summary().Accounts)
 		ok += n.Metrics().OrdersOK.Load()
 		failed += ordersFailed(n.Metrics())
 	}

@@ -377,8 +377,8 @@ func (s *statusHTTP) statusPage(w http.ResponseWriter, _ *http.Request) {
 
 // nodeRow summarises one node for the status page.
 func nodeRow(n *actors.Node) statusRow {
-	cfg, snap, met := n.Config(), n.Snapshot(), n.Metrics()
-	r := statusRow{ID: cfg.NodeID, Platform: cfg.Platform, Owned: len(snap.Accounts), Capacity: cfg.Capacity,
+	cfg, snap, met := n.Config(), n.Summary(), n.Metrics()
+	r := statusRow{ID: cfg.NodeID, Platform: cfg.Platform, Owned: snap.Accounts, Capacity: cfg.Capacity,
 		GateOpen: snap.GateOpen, Remaining: snap.Remaining.Round(100 * time.Millisecond).String(),
 		OrdersOK: met.OrdersOK.Load(), OrdersFailed: ordersFailed(met)}
 	switch c := snap.LastCycle; {
@@ -390,18 +390,10 @@ func nodeRow(n *actors.Node) statusRow {
 		r.LastCycle = fmt.Sprintf("ok in %v (claimed %d, renewed %d, released %d, lost %d)",
 			c.Duration.Round(time.Millisecond), c.Claimed, c.Renewed, c.Released, c.Lost)
 	}
-	for _, a := range snap.Accounts {
-		switch a.Phase {
-		case actors.PhaseCopying:
-			r.Copying++
-		case actors.PhaseStarting, actors.PhaseReconciling:
-			r.Reconciling++
-		case actors.PhaseDirty:
-			r.Dirty++
-		case actors.PhaseFailed:
-			r.Failed++
-		}
-	}
+	r.Copying = snap.ByPhase[actors.PhaseCopying]
+	r.Reconciling = snap.ByPhase[actors.PhaseStarting] + snap.ByPhase[actors.PhaseReconciling]
+	r.Dirty = snap.ByPhase[actors.PhaseDirty]
+	r.Failed = snap.ByPhase[actors.PhaseFailed]
 	return r
 }
 

@@ -124,7 +124,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge("copier_nodes", float64(len(nodes)))
 	for _, n := range nodes {
-		cfg, snap, met := n.Config(), n.Snapshot(), n.Metrics()
+		cfg, sum, met := n.Config(), n.Summary(), n.Metrics()
 		id := cfg.NodeID
 		gauge("copier_node_info", 1, id, cfg.Platform)
 		for _, f := range c.counters {
@@ -137,19 +137,15 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		gauge("copier_capacity", float64(cfg.Capacity), id)
-		gauge("copier_owned_accounts", float64(len(snap.Accounts)), id)
-		gauge("copier_fair_share", float64(snap.LastCycle.Share), id)
-		gauge("copier_live_nodes", float64(snap.LastCycle.LiveNodes), id)
-		counts := map[actors.AccountPhase]int{}
-		for _, a := range snap.Accounts {
-			counts[a.Phase]++
-		}
+		gauge("copier_owned_accounts", float64(sum.Accounts), id)
+		gauge("copier_fair_share", float64(sum.LastCycle.Share), id)
+		gauge("copier_live_nodes", float64(sum.LastCycle.LiveNodes), id)
 		for _, p := range allPhases() {
-			gauge("copier_accounts", float64(counts[p]), id, p.String())
+			gauge("copier_accounts", float64(sum.ByPhase[p]), id, p.String())
 		}
-		gauge("copier_gate_open", boolFloat(snap.GateOpen), id)
-		gauge("copier_trust_remaining_seconds", max(snap.Remaining.Seconds(), 0), id)
-		gauge("copier_last_cycle_ok", boolFloat(snap.LastCycle.Err == nil && !snap.LastCycle.Started.IsZero()), id)
+		gauge("copier_gate_open", boolFloat(sum.GateOpen), id)
+		gauge("copier_trust_remaining_seconds", max(sum.Remaining.Seconds(), 0), id)
+		gauge("copier_last_cycle_ok", boolFloat(sum.LastCycle.Err == nil && !sum.LastCycle.Started.IsZero()), id)
 		gauge("copier_release_listener_up", boolFloat(n.Listening()), id)
 		ch <- constHistogram(c.latency, met.CopyLatency(), id)
 		ch <- constHistogram(c.cycle, met.CycleDuration(), id)
