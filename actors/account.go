@@ -48,6 +48,10 @@ type accountActor struct {
 	// 0: nothing) an order of unknown outcome may still execute: the Supervisor reads it
 	// once the actor has ended, and the lease is held back until then.
 	inFlight *atomic.Int64
+	// tickAt is where the actor leaves, after every message, when its Core could next use
+	// a tick (Core.NextTick: Unix ns; tickAlways; tickNever); the Supervisor ticks only the
+	// accounts whose time has come, instead of all of them after every lease cycle.
+	tickAt *atomic.Int64
 
 	equityTimer   bool // an equityDue is scheduled
 	equityReading bool // an equity read is in flight
@@ -55,12 +59,12 @@ type accountActor struct {
 	tr orderTrace // with Deps.TraceCopies only
 }
 
-func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate, inFlight *atomic.Int64) actor.Producer {
+func newAccountActor(e *engine, id, epoch int64, gate *leasekeeper.Gate, inFlight, tickAt *atomic.Int64) actor.Producer {
 	return func() actor.Actor {
 		return &accountActor{e: e, id: id, epoch: epoch, gate: gate, board: e.board.get(id), feeds: map[int64]broker.Session{},
 			core: follower.New(follower.Options{ReconcileEvery: e.cfg.ReconcileEvery, ReconcileOffset: repairOffset(id, e.cfg.ReconcileEvery)}),
 			sent: requestIDs{margin: e.cfg.Lease.ClockSkew + e.cfg.Lease.MaxDrift()}, inbox: &sessionInbox{},
-			inFlight: inFlight}
+			inFlight: inFlight, tickAt: tickAt}
 	}
 }
 
@@ -80,6 +84,7 @@ func (a *accountActor) Receive(ctx actor.Context) {
 	if a.e.trace != nil {
 		a.tr.dequeued = a.e.now()
 	}
+	defer a.publishNextTick()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		// After a crash the board still holds the account's status: the Core goes on from it.
@@ -137,6 +142,30 @@ func (a *accountActor) Receive(ctx actor.Context) {
 		}
 		a.carry(ctx, rd)
 	}
+}
+
+// Values of accountActor.tickAt besides a time.
+const (
+	tickAlways int64 = 0  // tick after every lease cycle (and until the actor says otherwise)
+	tickNever  int64 = -1 // no tick can do anything until the account's next message
+)
+
+// publishNextTick leaves Core.NextTick where the Supervisor reads it.
+func (a *accountActor) publishNextTick() {
+	at, ok := a.core.NextTick()
+	switch {
+	case !ok:
+		a.tickAt.Store(tickNever)
+	case at.IsZero():
+		a.tickAt.Store(tickAlways)
+	default:
+		a.tickAt.Store(at.UnixNano())
+	}
+}
+
+// tickDue reports whether an account that left tickAt should be ticked at now.
+func tickDue(tickAt int64, now time.Time) bool {
+	return tickAt == tickAlways || (tickAt > 0 && tickAt <= now.UnixNano())
 }
 
 // carry does what the Core asks, stepping the outcome of each synchronous operation (an

@@ -10,9 +10,10 @@ import (
 	"github.com/snapcopier/copier/store"
 )
 
-// accountTick is sent by the Supervisor to every AccountActor after each committed lease
-// cycle: a dirty account whose gate is open again reconciles; an idle one reconciles when
-// its periodic repair is due.
+// accountTick is sent by the Supervisor after each committed lease cycle to every
+// AccountActor that a tick can do something for (follower.Core.NextTick): a dirty account
+// whose gate is open again reconciles; an idle one reconciles when its periodic repair is
+// due.
 type accountTick struct{}
 
 // configChanged tells an AccountActor that its account or links changed.

@@ -705,6 +705,30 @@ func (c *Core) Tick(at At) *Ready {
 	return c.done()
 }
 
+// NextTick is when a Tick could next do something, for a caller that ticks the account
+// only then: ok false while none could until another input comes (the account is
+// loading, unconnected, reconciling, stopped or carrying out a plan, and that input's
+// step tells again); zero when one could at any tick (a dirty account reconciles at the
+// next tick with the lease held); else when its periodic repair falls due, or, a turn for
+// it having been asked, when the turn is asked again. It reads only what Tick does.
+func (c *Core) NextTick() (at time.Time, ok bool) {
+	if c.loading || !c.connected || c.reconciling || c.stopped || c.run.kind != runNone {
+		return time.Time{}, false
+	}
+	if c.dirty {
+		return time.Time{}, true
+	}
+	due := c.periodicDue()
+	if due <= 0 || c.lastRecon.IsZero() {
+		return time.Time{}, false
+	}
+	at = c.lastRecon.Add(due)
+	if again := c.wantedAt.Add(c.opt.ReconcileEvery); c.wantRepair && again.After(at) {
+		at = again
+	}
+	return at, true
+}
+
 // RepairTurn: the Reconciler has room for this account's periodic repair
 // (Ready.WantRepair). The repair is asked for now if it is still due and nothing else
 // runs; otherwise the turn passes (no Ready.Reconcile: the caller declines it).
