@@ -51,7 +51,8 @@ type accountActor struct {
 	// tickAt is where the actor leaves, after every message, when its Core could next use
 	// a tick (Core.NextTick: Unix ns; tickAlways; tickNever); the Supervisor ticks only the
 	// accounts whose time has come, instead of all of them after every lease cycle.
-	tickAt *atomic.Int64
+	tickAt   *atomic.Int64
+	tickLeft int64 // what the actor last stored in tickAt (tickAlways before its first message)
 
 	equityTimer   bool // an equityDue is scheduled
 	equityReading bool // an equity read is in flight
@@ -150,16 +151,19 @@ const (
 	tickNever  int64 = -1 // no tick can do anything until the account's next message
 )
 
-// publishNextTick leaves Core.NextTick where the Supervisor reads it.
+// publishNextTick leaves Core.NextTick where the Supervisor reads it, writing the shared
+// word only when it changed (it runs after every message, the fan-out's included).
 func (a *accountActor) publishNextTick() {
-	at, ok := a.core.NextTick()
-	switch {
-	case !ok:
-		a.tickAt.Store(tickNever)
-	case at.IsZero():
-		a.tickAt.Store(tickAlways)
-	default:
-		a.tickAt.Store(at.UnixNano())
+	v := tickNever
+	if at, ok := a.core.NextTick(); ok {
+		v = tickAlways
+		if !at.IsZero() {
+			v = at.UnixNano()
+		}
+	}
+	if v != a.tickLeft {
+		a.tickLeft = v
+		a.tickAt.Store(v)
 	}
 }
 

@@ -603,10 +603,13 @@ func ticketsByLink(ts []reconcile.TicketMapEntry) map[int64][]reconcile.TicketMa
 	}
 	for link, s := range out {
 		slices.SortStableFunc(s, func(a, b reconcile.TicketMapEntry) int { return cmp.Compare(a.MasterTicket, b.MasterTicket) })
-		slices.Reverse(s) // the last of each master ticket first, for Compact to keep
-		s = slices.CompactFunc(s, func(a, b reconcile.TicketMapEntry) bool { return a.MasterTicket == b.MasterTicket })
-		slices.Reverse(s)
-		out[link] = slices.Clip(s)
+		kept := s[:0]
+		for i, t := range s {
+			if i+1 == len(s) || s[i+1].MasterTicket != t.MasterTicket { // the last of its master ticket
+				kept = append(kept, t)
+			}
+		}
+		out[link] = kept
 	}
 	return out
 }

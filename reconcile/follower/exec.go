@@ -193,11 +193,7 @@ func (c *Core) OrderDone(at At, out OrderOutcome) *Ready {
 		if r.kind == runEvent && !out.Result.ServerTime.IsZero() {
 			o := &r.events[r.ei].origin
 			j.Latency = out.Result.ServerTime.Sub(o.ServerTime)
-			var point float64
-			if act.Kind == reconcile.Open { // only an open's slippage is measured, in points: a close looks up no symbol
-				point = c.Point(act.Symbol)
-			}
-			j.Quality, j.HasQuality = MeasureQuality(o, act, out.Result, out.SentAt, point), true
+			j.Quality, j.HasQuality = MeasureQuality(o, act, out.Result, out.SentAt, c.Point), true
 		}
 		c.ready.Journal = append(c.ready.Journal, j)
 		c.status.LastCopy = r.linkStart

@@ -31,15 +31,18 @@ type Quality struct {
 }
 
 // MeasureQuality is the quality of act, executed at result after being sent at sent, for
-// the event origin o. point is the follower symbol's point (0: unknown, no slippage).
-func MeasureQuality(o *Origin, act reconcile.Action, result broker.OrderResult, sent time.Time, point float64) Quality {
+// the event origin o. point looks up a follower symbol's point (0: unknown, no
+// slippage); it is called only when the slippage is measured (an open's).
+func MeasureQuality(o *Origin, act reconcile.Action, result broker.OrderResult, sent time.Time, point func(symbol string) float64) Quality {
 	q := Quality{Feed: o.Received.Sub(o.ServerTime), Node: sent.Sub(o.Received)}
 	if !result.ServerTime.IsZero() {
 		q.Broker = result.ServerTime.Sub(sent)
 	}
-	if act.Kind == reconcile.Open && o.Kind == broker.Opened && o.Master.OpenPrice > 0 && result.Price > 0 && point > 0 {
-		q.Slippage = protect.Slippage(act.Side == broker.Buy, o.Master.OpenPrice, result.Price, point)
-		q.HasSlippage = true
+	if act.Kind == reconcile.Open && o.Kind == broker.Opened && o.Master.OpenPrice > 0 && result.Price > 0 {
+		if pt := point(act.Symbol); pt > 0 {
+			q.Slippage = protect.Slippage(act.Side == broker.Buy, o.Master.OpenPrice, result.Price, pt)
+			q.HasSlippage = true
+		}
 	}
 	return q
 }

@@ -17,7 +17,8 @@ func TestMeasureQuality(t *testing.T) {
 		Master: broker.Position{Symbol: "EURUSD", Side: broker.Buy, OpenPrice: 1.08500}}
 	sent := t0.Add(5 * time.Millisecond)
 	res := broker.OrderResult{Price: 1.08520, ServerTime: t0.Add(12 * time.Millisecond)}
-	q := MeasureQuality(o, reconcile.Action{Kind: reconcile.Open, Side: broker.Buy}, res, sent, 0.00001)
+	point := func(p float64) func(string) float64 { return func(string) float64 { return p } }
+	q := MeasureQuality(o, reconcile.Action{Kind: reconcile.Open, Side: broker.Buy}, res, sent, point(0.00001))
 	if q.Feed != 3*time.Millisecond || q.Node != 2*time.Millisecond || q.Broker != 7*time.Millisecond {
 		t.Fatalf("parts %v %v %v", q.Feed, q.Node, q.Broker)
 	}
@@ -28,7 +29,7 @@ func TestMeasureQuality(t *testing.T) {
 		t.Fatalf("buy filled 2 pips above the master: slippage %v (%v)", q.Slippage, q.HasSlippage)
 	}
 	// A reversed copy sells: receiving more than the master paid is better (negative).
-	q = MeasureQuality(o, reconcile.Action{Kind: reconcile.Open, Side: broker.Sell}, res, sent, 0.00001)
+	q = MeasureQuality(o, reconcile.Action{Kind: reconcile.Open, Side: broker.Sell}, res, sent, point(0.00001))
 	if q.Slippage > -19.999 || q.Slippage < -20.001 {
 		t.Fatalf("sell filled 2 pips above: slippage %v", q.Slippage)
 	}
@@ -43,7 +44,7 @@ func TestMeasureQuality(t *testing.T) {
 	} {
 		oo := *o
 		oo.Kind = c.kind
-		if q := MeasureQuality(&oo, c.act, res, sent, c.point); q.HasSlippage {
+		if q := MeasureQuality(&oo, c.act, res, sent, point(c.point)); q.HasSlippage {
 			t.Errorf("%s: slippage measured (%v)", name, q.Slippage)
 		}
 	}
