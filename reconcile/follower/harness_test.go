@@ -13,14 +13,14 @@ var t0 = time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
 
 // harness drives one Core the way the AccountActor does, with a lease switch and a clock.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	c     *Core
 	lease bool
 	now   time.Time
 	rd    *Ready
 }
 
-func newHarness(t *testing.T, opt Options) *harness {
+func newHarness(t testing.TB, opt Options) *harness {
 	return &harness{t: t, lease: true, now: t0, c: New(opt)}
 }
 

@@ -1,0 +1,35 @@
+package follower
+
+import (
+	"testing"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/reconcile"
+)
+
+// BenchmarkCoreCopy is the Core's own part of the fan-out, per copied order: a master
+// open copied (event, plan, order outcome) and its close copied, on a hedging follower
+// with one link. No actor, no broker: what an AccountActor adds is in actors'
+// BenchmarkFanout.
+func BenchmarkCoreCopy(b *testing.B) {
+	h := newHarness(b, Options{})
+	h.copying(config(1, ""), state("f", broker.Hedging), state("m", broker.Hedging))
+	seq, ticket := int64(5), int64(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		ticket++
+		seq++
+		p := h.mpos(ticket)
+		h.event(broker.Opened, 1, seq, p)
+		h.wantSend(reconcile.Open)
+		h.filled(ticket + 50_000)
+		seq++
+		h.event(broker.Closed, 1, seq, p)
+		h.wantSend(reconcile.Close)
+		h.filled(ticket + 50_000)
+		if h.rd.Send != nil {
+			b.Fatal("more than one order per event")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/order")
+}
