@@ -56,13 +56,22 @@ func hotCounts(b *testing.B, pool *pgxpool.Pool) (upd, hot int64) {
 // With fair share (the default of a node) the cycle also counts the platform's followers
 // and reads the live nodes; the share here is what the node owns, so it neither claims
 // nor hands off.
+//
+// With room, the node's capacity is a quarter above what it owns (a node's default
+// capacity is 1.25 × its share) and another node holds every other follower: each cycle
+// also asks whether a lease ran out and when the other node's leases end, as every cycle
+// of a node with room does.
 func BenchmarkLeaseCycle(b *testing.B) {
 	for _, c := range []struct {
-		owned int
-		share bool
-	}{{1000, false}, {1000, true}, {10000, false}, {10000, true}} {
+		owned       int
+		share, room bool
+	}{{1000, false, false}, {1000, true, false}, {10000, false, false}, {10000, true, false}, {10000, true, true}} {
 		owned := c.owned
-		b.Run(fmt.Sprintf("owned=%d/fair-share=%v", owned, c.share), func(b *testing.B) {
+		name := fmt.Sprintf("owned=%d/fair-share=%v", owned, c.share)
+		if c.room {
+			name += "/room"
+		}
+		b.Run(name, func(b *testing.B) {
 			db := storetest.NewDB(b)
 			pool := db.NewPool(b, store.Options{MaxConns: 1})
 			seedB(b, pool, 100_000)
@@ -75,6 +84,16 @@ func BenchmarkLeaseCycle(b *testing.B) {
 			req.Held = heldOf(res.Owned)
 			if c.share {
 				req.Share = func(store.ClusterView) int { return owned }
+			}
+			if c.room {
+				req.Capacity = owned * 5 / 4
+				if _, err := pool.Exec(ctx, `UPDATE trading_accounts SET node_id = 'other', lease_until = now() + interval '1 hour', lease_epoch = 1
+					WHERE node_id IS NULL`); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := pool.Exec(ctx, `VACUUM ANALYZE trading_accounts`); err != nil {
+					b.Fatal(err)
+				}
 			}
 			var cycleT, plainT time.Duration
 			var cycleUpd, cycleHot int64

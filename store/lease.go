@@ -102,10 +102,15 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 		var handOff []Held
 		room := req.Capacity - len(renewed)
 		free, share := room, 0
+		claiming := !req.NoClaim && room > 0
+		var scan platformScan
+		if req.Share != nil || claiming {
+			if scan, err = scanPlatform(ctx, tx, req.Platform, req.Node, claiming); err != nil {
+				return err
+			}
+		}
 		if req.Share != nil {
-			// Only for the share: counting the platform's followers is most of what fair
-			// share adds to a cycle (BENCHMARKS.md).
-			if view, err = readView(ctx, tx, req, len(renewed)); err != nil {
+			if view, err = readView(ctx, tx, req, len(renewed), scan.followers); err != nil {
 				return err
 			}
 			share = req.Share(view)
@@ -119,8 +124,8 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 			}
 		}
 		var claimed []Owned
-		if !req.NoClaim && (req.SkipClaim == nil || !req.SkipClaim()) {
-			if free > 0 {
+		if claiming && (req.SkipClaim == nil || !req.SkipClaim()) {
+			if free > 0 && scan.claimable {
 				if claimed, err = claimFollowers(ctx, tx, req, free, false); err != nil {
 					return err
 				}
@@ -129,7 +134,8 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 			// as live until its last cycle is a lease old, so in a balanced cluster every
 			// node sits at its share and its accounts would wait that long, plus an
 			// interval. The surplus is handed back later, once the shares have grown.
-			if rest := room - len(claimed); rest > 0 && req.Share != nil {
+			// (A first claim that took fewer than it asked for took every claimable row.)
+			if rest := room - len(claimed); rest > 0 && req.Share != nil && scan.expired && (free <= 0 || len(claimed) == free) {
 				expired, err := claimFollowers(ctx, tx, req, rest, true)
 				if err != nil {
 					return err
@@ -141,9 +147,7 @@ func LeaseCycle(ctx context.Context, pool *pgxpool.Pool, req CycleRequest) (Cycl
 		res.Owned = mergeOwned(renewed, claimed)
 		// Learned with room under the capacity whatever the share, for the same reason.
 		if len(res.Owned) < req.Capacity && !req.NoClaim {
-			if res.NextForeignExpiry, err = nextForeignExpiry(ctx, tx, req.Platform, req.Node); err != nil {
-				return err
-			}
+			res.NextForeignExpiry = scan.foreignExpiry
 		}
 		return recordNode(ctx, tx, req, len(res.Owned), share)
 	})
@@ -209,26 +213,52 @@ func renewOrRelease(ctx context.Context, tx pgx.Tx, req CycleRequest, ids, epoch
 	return renewed, released, platforms, nil
 }
 
-// nextForeignExpiry is how long until the earliest live lease of another node on the
-// platform ends, measured from clock_timestamp(): that moment comes before the cycle's
-// result reaches the node, so a claim scheduled this long after the result arrives never
-// runs before the lease has ended. (Another process sharing this node id is not watched:
-// its accounts move at the interval's pace.) A lease that ended while the cycle ran gives
-// the shortest wait, not none.
-func nextForeignExpiry(ctx context.Context, tx pgx.Tx, platform, node string) (time.Duration, error) {
+// platformScan is what a lease cycle needs to know of its platform's enabled followers,
+// read in one pass after the renewal: their number (the fair share), whether any can be
+// claimed, and when the earliest live lease of another node ends. Three queries read
+// them before, each a full pass (a claim check finds nothing only after reading every
+// row): at 20,000 followers about 7 to 10 ms of the database each, every cycle of every
+// node.
+type platformScan struct {
+	followers int
+	claimable bool // some follower is free or its lease ran out
+	expired   bool // ... a lease that ran out (not a free row): claimed beyond the share
+	// foreignExpiry is how long until the earliest live lease of another node on the
+	// platform ends, measured from clock_timestamp() during the scan: that moment comes
+	// before the cycle's result reaches the node, so a claim scheduled this long after
+	// the result arrives never runs before the lease has ended (read before the claims,
+	// it overstates the wait by their time: a claim a few milliseconds late, never
+	// early). Zero when there is none. (Another process sharing this node id is not watched: its accounts
+	// move at the interval's pace.) A lease that ended while the cycle ran gives the
+	// shortest wait, not none.
+	foreignExpiry time.Duration
+}
+
+// scanPlatform reads the platform's followers; without claiming only their number,
+// which the claim index alone answers (the claim's columns need every row).
+func scanPlatform(ctx context.Context, tx pgx.Tx, platform, node string, claiming bool) (platformScan, error) {
+	var s platformScan
+	if !claiming {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM trading_accounts WHERE platform = $1 AND role = 'follower' AND enabled`,
+			platform).Scan(&s.followers); err != nil {
+			return s, fmt.Errorf("count followers: %w", err)
+		}
+		return s, nil
+	}
 	var secs *float64
 	err := tx.QueryRow(ctx, `
-		SELECT extract(epoch FROM min(lease_until) - clock_timestamp())::float8
-		FROM trading_accounts
-		WHERE platform = $1 AND role = 'follower' AND enabled AND node_id IS NOT NULL
-		  AND node_id <> $2 AND lease_until >= now()`, platform, node).Scan(&secs)
+		SELECT count(*), coalesce(bool_or(claimable), false), coalesce(bool_or(claimable AND node_id IS NOT NULL), false),
+		       extract(epoch FROM min(lease_until) FILTER (WHERE NOT claimable AND node_id <> $2) - clock_timestamp())::float8
+		FROM (SELECT node_id, lease_until, (node_id IS NULL OR lease_until IS NULL OR lease_until < now()) AS claimable
+		      FROM trading_accounts
+		      WHERE platform = $1 AND role = 'follower' AND enabled) f`, platform, node).Scan(&s.followers, &s.claimable, &s.expired, &secs)
 	if err != nil {
-		return 0, fmt.Errorf("next foreign expiry: %w", err)
+		return s, fmt.Errorf("scan followers: %w", err)
 	}
-	if secs == nil {
-		return 0, nil
+	if secs != nil {
+		s.foreignExpiry = max(time.Duration(*secs*float64(time.Second)), time.Millisecond)
 	}
-	return max(time.Duration(*secs*float64(time.Second)), time.Millisecond), nil
+	return s, nil
 }
 
 // claimSQL claims up to $4 free (or, with $5, only expired) followers of platform $3 for
@@ -273,16 +303,6 @@ const claimSQL = `
 // masters, each candidate's master) cost about a second of a loaded database even when
 // no follower was free (20,000 followers, 4 nodes, 1 s interval).
 func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int, expiredOnly bool) ([]Owned, error) {
-	var any bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM trading_accounts
-		WHERE platform = $1 AND role = 'follower' AND enabled
-		  AND (node_id IS NULL OR lease_until IS NULL OR lease_until < now())
-		  AND (NOT $2 OR node_id IS NOT NULL))`, req.Platform, expiredOnly).Scan(&any); err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
-	}
-	if !any {
-		return nil, nil
-	}
 	rows, err := tx.Query(ctx, claimSQL, req.Node, req.Lease.Seconds(), req.Platform, limit, expiredOnly)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)

@@ -24,14 +24,10 @@ type ClusterView struct {
 }
 
 // readView reads the platform's live nodes other than req.Node (live: their last cycle
-// was less than their lease ago, by the database's clock) and its enabled followers, and
-// adds this node with owned accounts.
-func readView(ctx context.Context, tx pgx.Tx, req CycleRequest, owned int) (ClusterView, error) {
-	var v ClusterView
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM trading_accounts WHERE platform = $1 AND role = 'follower' AND enabled`,
-		req.Platform).Scan(&v.Followers); err != nil {
-		return v, fmt.Errorf("count followers: %w", err)
-	}
+// was less than their lease ago, by the database's clock), and adds this node with owned
+// accounts to them and the platform's enabled followers (platformScan).
+func readView(ctx context.Context, tx pgx.Tx, req CycleRequest, owned, followers int) (ClusterView, error) {
+	v := ClusterView{Followers: followers}
 	rows, err := tx.Query(ctx, `SELECT node_id, capacity, owned FROM copier_nodes
 		WHERE platform = $1 AND node_id <> $2 AND last_cycle + lease > now() ORDER BY node_id`, req.Platform, req.Node)
 	if err != nil {

@@ -183,4 +183,10 @@ func TestExpiredLeasesAreClaimedWhateverTheShare(t *testing.T) {
 	if a = run("a", heldOf(a.Owned)); a.Claimed != 0 {
 		t.Fatalf("a over its share claimed %d free rows", a.Claimed)
 	}
+	// Beside a lease that ran out, the free row is still left: only the expired one is taken.
+	lapsed := b.Owned[1].ID
+	expire(t, db.Pool, lapsed)
+	if a = run("a", heldOf(a.Owned)); a.Claimed != 1 || !slices.ContainsFunc(a.Owned, func(o store.Owned) bool { return o.ID == lapsed && o.Claimed }) {
+		t.Fatalf("a over its share with one lease run out and one row free: claimed %d (owns %v); want only account %d", a.Claimed, a.Owned, lapsed)
+	}
 }
