@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,10 @@ type Options struct {
 	Settings map[string]string
 	// KeepData leaves the data directory in place on Stop (for post-mortems).
 	KeepData bool
+	// Preload names shared libraries (shared_preload_libraries) to load when the server
+	// has them (NAME.so in the lib directory beside its binaries); one it lacks is left
+	// out, and Preloaded says so.
+	Preload []string
 }
 
 // Cluster is a running throwaway PostgreSQL server.
@@ -50,6 +55,8 @@ type Cluster struct {
 	// killed by its timeout, a demo killed with SIGKILL); pg_ctl detaches the server, so
 	// nothing else would.
 	watchdog *exec.Cmd
+	// preloaded are the Options.Preload libraries the server has.
+	preloaded []string
 }
 
 // Superuser is the cluster's superuser; authentication is "trust" on loopback only.
@@ -148,6 +155,15 @@ func (c *Cluster) start(ctx context.Context) error {
 		"max_connections":         "300",
 		"shared_buffers":          "128MB",
 	}
+	c.preloaded = nil
+	for _, lib := range c.opts.Preload {
+		if _, err := os.Stat(filepath.Join(c.binDir, "..", "lib", lib+".so")); err == nil {
+			c.preloaded = append(c.preloaded, lib)
+		}
+	}
+	if len(c.preloaded) > 0 {
+		settings["shared_preload_libraries"] = strings.Join(c.preloaded, ",")
+	}
 	for k, v := range c.opts.Settings {
 		settings[k] = v
 	}
@@ -191,6 +207,9 @@ func (c *Cluster) Restart(ctx context.Context) error {
 	}
 	return c.start(ctx)
 }
+
+// Preloaded reports whether the server loaded library lib (Options.Preload).
+func (c *Cluster) Preloaded(lib string) bool { return slices.Contains(c.preloaded, lib) }
 
 // Port is the TCP port on 127.0.0.1.
 func (c *Cluster) Port() int { return c.port }

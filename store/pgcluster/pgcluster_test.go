@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +67,23 @@ func TestWatchdogStopsTheServerWhenItsOwnerDies(t *testing.T) {
 		_, err := os.Stat(dir)
 		return os.IsNotExist(err), fmt.Sprintf("%s: %v", dir, err)
 	})
+}
+
+// TestPreloadLeavesOutWhatTheServerLacks: a preloaded library the server has is loaded
+// (the stress run's pg_stat_statements); one it lacks is left out instead of failing the
+// start, and Preloaded tells them apart.
+func TestPreloadLeavesOutWhatTheServerLacks(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, Options{Preload: []string{"pg_stat_statements", "no_such_library"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Stop() }()
+	if !c.Preloaded("pg_stat_statements") || c.Preloaded("no_such_library") {
+		t.Fatalf("preloaded %v: want pg_stat_statements only", c.preloaded)
+	}
+	out, err := c.run(ctx, "psql", "-X", "-At", "-d", c.URL("postgres"), "-c", "SHOW shared_preload_libraries")
+	if err != nil || strings.TrimSpace(out) != "pg_stat_statements" {
+		t.Fatalf("shared_preload_libraries = %q (%v), want pg_stat_statements", out, err)
+	}
 }

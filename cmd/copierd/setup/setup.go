@@ -35,6 +35,8 @@ type DatabaseOptions struct {
 	URL string
 	// Settings are the throwaway cluster's server settings (postgresql.conf names).
 	Settings map[string]string
+	// Preload are libraries the throwaway cluster loads when it has them (pgcluster).
+	Preload []string
 	// App and MaxConns configure the pool (application_name, pool size).
 	App      string
 	MaxConns int32
@@ -46,7 +48,7 @@ type DatabaseOptions struct {
 func OpenDatabase(ctx context.Context, o DatabaseOptions) (*Database, error) {
 	d := &Database{URL: o.URL}
 	if o.URL == "" {
-		cl, err := pgcluster.Start(ctx, pgcluster.Options{Settings: o.Settings})
+		cl, err := pgcluster.Start(ctx, pgcluster.Options{Settings: o.Settings, Preload: o.Preload})
 		if err != nil {
 			return nil, err
 		}

@@ -42,9 +42,12 @@ type Report struct {
 	// FindRate is the ramp of Options.FindRate and its knee.
 	FindRate *FindRateResult `json:"find_rate,omitempty"`
 	// Stages splits the copy latency by stage (nil when the nodes did not trace).
-	Stages      *StageResult `json:"stages,omitempty"`
-	StaleWrites StaleSummary `json:"stale_writes"`
-	Nodes       []NodeReport `json:"nodes"`
+	Stages *StageResult `json:"stages,omitempty"`
+	// Database is PostgreSQL's time during the load by statement (nil without
+	// pg_stat_statements: an external database, or a server without the module).
+	Database    *DatabaseTime `json:"database,omitempty"`
+	StaleWrites StaleSummary  `json:"stale_writes"`
+	Nodes       []NodeReport  `json:"nodes"`
 
 	Invariants []Invariant        `json:"invariants"`
 	Ownership  []ownershipSample  `json:"ownership,omitempty"`
@@ -461,6 +464,12 @@ func (rep Report) WriteSummary(w io.Writer) {
 	if rep.Stages != nil {
 		fmt.Fprintln(w)
 		for _, l := range rep.Stages.summary() {
+			fmt.Fprintln(w, l)
+		}
+	}
+	if rep.Database != nil {
+		fmt.Fprintln(w)
+		for _, l := range rep.Database.summary() {
 			fmt.Fprintln(w, l)
 		}
 	}

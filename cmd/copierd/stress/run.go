@@ -76,6 +76,8 @@ type runner struct {
 	samplesMu sync.Mutex
 	samples   []ownershipSample
 
+	statements bool            // pg_stat_statements measures the load (watchStatements)
+	dbTime     *DatabaseTime   // ... what it measured
 	rateSteps  *FindRateResult // find-rate's ramp, once it ended
 	ordersSeen atomic.Int64    // follower orders seen by the progress reader
 	lastSeq    int64           // progress reader only
@@ -198,6 +200,12 @@ func (r *runner) execute(ctx context.Context) (Report, error) {
 	}
 
 	// Load and faults.
+	if r.statements {
+		if err := r.resetStatements(ctx); err != nil {
+			r.logf("pg_stat_statements: reset: %v (the database's time is not reported)", err)
+			r.statements = false
+		}
+	}
 	now := time.Now()
 	r.loadStart.Store(&now)
 	r.setPhase("load")
@@ -249,6 +257,12 @@ func (r *runner) execute(ctx context.Context) (Report, error) {
 	<-loadDone
 	loadEnd := time.Now()
 	r.logf("load stops after %.1fs (%d master events)", loadEnd.Sub(now).Seconds(), r.gen.Counts().Events())
+	if r.statements && ctx.Err() == nil {
+		var err error
+		if r.dbTime, err = r.readStatements(ctx); err != nil {
+			r.logf("pg_stat_statements: %v (the database's time is not reported)", err)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		r.stopAllNodes()
 		return Report{}, fmt.Errorf("stress: interrupted: %w", err)
@@ -272,6 +286,7 @@ func (r *runner) execute(ctx context.Context) (Report, error) {
 	}
 
 	rep := r.report(final, exits, loadEnd.Sub(now), converged, convergeS)
+	rep.Database = r.dbTime
 	if err := r.writeOutputs(&rep, final); err != nil {
 		return rep, err
 	}

@@ -32,7 +32,7 @@ func (r *runner) setupDatabase(ctx context.Context) error {
 	// relies on the database's durability; losing a committed claim is not a fault of the
 	// engine).
 	db, err := setup.OpenDatabase(ctx, setup.DatabaseOptions{URL: r.o.DatabaseURL, App: "copierd-stress", MaxConns: 8,
-		Settings: map[string]string{"synchronous_commit": "on", "max_connections": "400"}})
+		Settings: map[string]string{"synchronous_commit": "on", "max_connections": "400"}, Preload: []string{"pg_stat_statements"}})
 	if err != nil {
 		return fmt.Errorf("stress: %w", err)
 	}
@@ -53,7 +53,8 @@ func (r *runner) setupDatabase(ctx context.Context) error {
 	if err := installAudit(mctx, r.pool); err != nil {
 		return fmt.Errorf("stress: audit: %w", err)
 	}
-	return nil
+	r.statements, err = r.watchStatements(mctx)
+	return err
 }
 
 // stressSizings are the sizings followers get in turn: the mixed modes, a half lot

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -285,6 +286,16 @@ func runScenario(t *testing.T, o Options, ignore ...goleak.Option) Report {
 	// Stage accounting: the nodes' traces cover the copies (a killed node's are lost).
 	if st := rep.Stages; st == nil || st.Traced == 0 || st.Traced+st.Untraced != rep.Latency.Samples || len(st.All.Stages) == 0 || st.All.Dominant == "" {
 		t.Errorf("stage accounting %+v over %d copies: want the traced copies split into stages", st, rep.Latency.Samples)
+	}
+	// The database's time by statement, on a throwaway PostgreSQL (which loads the module):
+	// the nodes' renewals are among what it measured.
+	if o.DatabaseURL == "" {
+		renewals := func(s StatementTime) bool {
+			return strings.Contains(s.Query, "AS keep FROM trading_accounts") && s.Calls > 0
+		}
+		if d := rep.Database; d == nil || d.TotalMs <= 0 || !slices.ContainsFunc(d.Statements, renewals) {
+			t.Errorf("database time %+v: want the load's statements, the renewals among them", d)
+		}
 	}
 	if !rep.OK {
 		t.Fatalf("verdict FAIL (seed %d); see the summary above", o.Seed)
