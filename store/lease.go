@@ -228,9 +228,9 @@ type platformScan struct {
 	// before the cycle's result reaches the node, so a claim scheduled this long after
 	// the result arrives never runs before the lease has ended (read before the claims,
 	// it overstates the wait by their time: a claim a few milliseconds late, never
-	// early). Zero when there is none. (Another process sharing this node id is not watched: its accounts
-	// move at the interval's pace.) A lease that ended while the cycle ran gives the
-	// shortest wait, not none.
+	// early). Zero when there is none. (Another process sharing this node id is not
+	// watched: its accounts move at the interval's pace.) A lease that ended while the
+	// cycle ran gives the shortest wait, not none.
 	foreignExpiry time.Duration
 }
 
@@ -298,8 +298,8 @@ const claimSQL = `
 // With expiredOnly it takes only leases that another process held and let expire (not
 // free rows): those are claimed beyond the fair share.
 //
-// It first looks for one claimable follower, and claims nothing when there is none: a
-// node below its share runs this every cycle, and ordering the candidates (the followed
+// The caller runs it only when the cycle's platformScan found a claimable follower: a node
+// below its share would run it every cycle, and ordering the candidates (the followed
 // masters, each candidate's master) cost about a second of a loaded database even when
 // no follower was free (20,000 followers, 4 nodes, 1 s interval).
 func claimFollowers(ctx context.Context, tx pgx.Tx, req CycleRequest, limit int, expiredOnly bool) ([]Owned, error) {
