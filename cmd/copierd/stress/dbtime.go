@@ -52,14 +52,15 @@ func (r *runner) resetStatements(ctx context.Context) error {
 	return err
 }
 
-// readStatements reads the stress database's statements, the most time first.
+// readStatements reads the stress database's top statements, the most time first, and the
+// time of all of them.
 func (r *runner) readStatements(ctx context.Context) (*DatabaseTime, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	rows, err := r.pool.Query(ctx, `
-		SELECT query, calls, total_exec_time, rows FROM pg_stat_statements
+		SELECT query, calls, total_exec_time, rows, sum(total_exec_time) OVER () FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-		ORDER BY total_exec_time DESC`)
+		ORDER BY total_exec_time DESC LIMIT $1`, topStatements)
 	if err != nil {
 		return nil, err
 	}
@@ -68,14 +69,11 @@ func (r *runner) readStatements(ctx context.Context) (*DatabaseTime, error) {
 	for rows.Next() {
 		var s StatementTime
 		var q string
-		if err := rows.Scan(&q, &s.Calls, &s.TotalMs, &s.Rows); err != nil {
+		if err := rows.Scan(&q, &s.Calls, &s.TotalMs, &s.Rows, &out.TotalMs); err != nil {
 			return nil, err
 		}
-		out.TotalMs += s.TotalMs
-		if len(out.Statements) < topStatements {
-			s.Query = foldStatement(q)
-			out.Statements = append(out.Statements, s)
-		}
+		s.Query = foldStatement(q)
+		out.Statements = append(out.Statements, s)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
