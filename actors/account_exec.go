@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/internal/lazydeadline"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/reconcile/follower"
@@ -57,19 +58,20 @@ func (a *accountActor) send(act reconcile.Action) follower.OrderOutcome {
 // bounds it: both end with the trust of tk (and the context with the order timeout too).
 // Both derive from the ticket's end (tk.Until), never from the trust left at the check:
 // a pause since the check shortens them. The wall clock is read before the gate's, so
-// the wire deadline is never after the trust's end.
-func (a *accountActor) orderFor(tk leasekeeper.Ticket, id uuid.UUID) (context.Context, context.CancelFunc, broker.Order) {
+// the wire deadline is never after the trust's end. The context arms its timer only when
+// the broker waits on Done (lazydeadline): the in-process simulator never does.
+func (a *accountActor) orderFor(tk leasekeeper.Ticket, id uuid.UUID) (*lazydeadline.Context, broker.Order) {
 	wall := a.e.now()
 	left := tk.Left()
-	ctx, cancel := context.WithTimeout(context.Background(), min(a.e.cfg.OrderTimeout, left))
+	ctx := lazydeadline.WithTimeout(min(a.e.cfg.OrderTimeout, left))
 	o := broker.Order{RequestID: id, Token: tk.Epoch, Node: a.e.cfg.NodeID, Deadline: wall.Add(left)}
-	return ctx, cancel, o
+	return ctx, o
 }
 
 func (a *accountActor) call(act reconcile.Action, tk leasekeeper.Ticket, id uuid.UUID) (broker.OrderResult, error) {
-	ctx, cancel, o := a.orderFor(tk, id)
-	defer cancel()
-	ctx = a.traceContext(ctx, id)
+	octx, o := a.orderFor(tk, id)
+	defer octx.Cancel()
+	ctx := a.traceContext(octx, id)
 	switch act.Kind {
 	case reconcile.Open:
 		return a.session.Open(ctx, act.OpenRequest(o))
@@ -88,8 +90,8 @@ func (a *accountActor) raiseToken() (err error, dropped bool) {
 	if !open || a.e.halted.Load() {
 		return nil, true
 	}
-	ctx, cancel, o := a.orderFor(tk, newRequestID())
-	defer cancel()
+	ctx, o := a.orderFor(tk, newRequestID())
+	defer ctx.Cancel()
 	return a.session.Fence(ctx, o), false
 }
 

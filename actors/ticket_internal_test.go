@@ -54,8 +54,8 @@ func TestOrderDeadlineIsTheTrustEndWhateverThePause(t *testing.T) {
 	wall = wall.Add(pause)
 	wallMu.Unlock()
 
-	ctx, cancel, o := a.orderFor(tk, uuid.New())
-	defer cancel()
+	ctx, o := a.orderFor(tk, uuid.New())
+	defer ctx.Cancel()
 	realAfter := time.Now()
 	if !o.Deadline.Equal(trustEnd) {
 		t.Fatalf("after a %v pause the order's deadline is %v, want the trust end %v (%v later)", pause, o.Deadline, trustEnd, o.Deadline.Sub(trustEnd))

@@ -1,6 +1,8 @@
 package follower
 
 import (
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/snapcopier/copier/broker"
@@ -32,4 +34,38 @@ func BenchmarkCoreCopy(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/order")
+}
+
+// BenchmarkCoreCopyMany is BenchmarkCoreCopy over many Cores stepped in turn, as a node's
+// fan-out steps its accounts: each order's Core is cold in the cache.
+func BenchmarkCoreCopyMany(b *testing.B) {
+	n := 1000
+	if s := os.Getenv("CORES"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	hs := make([]*harness, n)
+	for i := range hs {
+		hs[i] = newHarness(b, Options{})
+		hs[i].copying(config(1, ""), state("f", broker.Hedging), state("m", broker.Hedging))
+	}
+	seq, ticket := int64(5), int64(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		ticket++
+		seq++
+		for _, h := range hs {
+			p := h.mpos(ticket)
+			h.event(broker.Opened, 1, seq, p)
+			h.wantSend(reconcile.Open)
+			h.filled(ticket + 50_000)
+		}
+		seq++
+		for _, h := range hs {
+			p := h.mpos(ticket)
+			h.event(broker.Closed, 1, seq, p)
+			h.wantSend(reconcile.Close)
+			h.filled(ticket + 50_000)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*n*b.N), "ns/order")
 }
