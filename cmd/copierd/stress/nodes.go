@@ -64,7 +64,8 @@ type nodeStats struct {
 	ordersFenced  int64
 	cycleFailures int64
 	leasesLost    int64
-	handOffs      int64 // copier_lease_handoffs_total
+	handOffs      int64       // copier_lease_handoffs_total
+	memory        []memSample // one per scrape that answered
 }
 
 // scrape is one parse of a node's /metrics.
@@ -351,6 +352,11 @@ func (n *nodeProc) scrapeMetrics(ctx context.Context, client *http.Client) {
 	if v, ok := sc.values["go_goroutines"]; ok {
 		st.goroutines = int64(v)
 	}
+	heap, ok := sc.values["go_memstats_heap_inuse_bytes"]
+	if !ok {
+		heap = -1
+	}
+	st.memory = append(st.memory, memSample{at: time.Now(), rssKB: st.lastRSSKB, heapBytes: heap})
 }
 
 // parseMetrics reads the Prometheus text format, keeping each sample under its name plus

@@ -119,29 +119,30 @@ type StaleSummary struct {
 
 // NodeReport is item 7 of the verdict: one node process.
 type NodeReport struct {
-	ID            string    `json:"id"`
-	PID           int       `json:"pid"`
-	Started       time.Time `json:"started"`
-	Ended         time.Time `json:"ended"`
-	LifetimeS     float64   `json:"lifetime_s"`
-	End           string    `json:"end"` // killed, stopped, exited
-	ExitError     string    `json:"exit_error,omitempty"`
-	MaxRSSMB      float64   `json:"max_rss_mb"`
-	LastRSSMB     float64   `json:"last_rss_mb"`
-	CPUSeconds    float64   `json:"cpu_seconds"`
-	CPUPercent    float64   `json:"cpu_percent"`
-	Threads       int64     `json:"threads"`
-	Goroutines    *int64    `json:"goroutines"` // null: the node does not expose go_goroutines
-	AccountsMax   int       `json:"accounts_held_max"`
-	AccountsLast  int       `json:"accounts_held_last"`
-	OrdersSent    int       `json:"orders_sent"`
-	OrdersOK      int64     `json:"orders_ok"`
-	OrdersFailed  int64     `json:"orders_failed"`
-	DroppedWork   int64     `json:"dropped_work"`
-	StaleRefused  int64     `json:"stale_writes_refused"`
-	CycleFailures int64     `json:"lease_cycle_failures"`
-	LeasesLost    int64     `json:"leases_lost"`
-	Log           string    `json:"log"`
+	ID            string        `json:"id"`
+	PID           int           `json:"pid"`
+	Started       time.Time     `json:"started"`
+	Ended         time.Time     `json:"ended"`
+	LifetimeS     float64       `json:"lifetime_s"`
+	End           string        `json:"end"` // killed, stopped, exited
+	ExitError     string        `json:"exit_error,omitempty"`
+	MaxRSSMB      float64       `json:"max_rss_mb"`
+	LastRSSMB     float64       `json:"last_rss_mb"`
+	CPUSeconds    float64       `json:"cpu_seconds"`
+	CPUPercent    float64       `json:"cpu_percent"`
+	Threads       int64         `json:"threads"`
+	Goroutines    *int64        `json:"goroutines"`       // null: the node does not expose go_goroutines
+	Memory        *MemoryReport `json:"memory,omitempty"` // null: never scraped
+	AccountsMax   int           `json:"accounts_held_max"`
+	AccountsLast  int           `json:"accounts_held_last"`
+	OrdersSent    int           `json:"orders_sent"`
+	OrdersOK      int64         `json:"orders_ok"`
+	OrdersFailed  int64         `json:"orders_failed"`
+	DroppedWork   int64         `json:"dropped_work"`
+	StaleRefused  int64         `json:"stale_writes_refused"`
+	CycleFailures int64         `json:"lease_cycle_failures"`
+	LeasesLost    int64         `json:"leases_lost"`
+	Log           string        `json:"log"`
 }
 
 // Invariant is one line of the verdict.
@@ -260,6 +261,7 @@ func (r *runner) report(f finalState, exits map[string]nodeExit, loadDur time.Du
 			g := st.goroutines
 			nr.Goroutines = &g
 		}
+		nr.Memory = memoryReport(st.memory, rep.loadStart, loadDur)
 		end := ex.ended
 		if end.IsZero() {
 			end = time.Now()
@@ -482,6 +484,7 @@ func (rep Report) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %-7s %6.1fs  rss max %6.1f MB  cpu %6.1fs (%5.1f%%)  threads %3d  goroutines %s  accounts max %5d last %5d  orders %6d  dropped %d  cycle failures %d  lost %d\n",
 			n.ID, n.End, n.LifetimeS, n.MaxRSSMB, n.CPUSeconds, n.CPUPercent, n.Threads, gr, n.AccountsMax, n.AccountsLast, n.OrdersSent, n.DroppedWork, n.CycleFailures, n.LeasesLost)
 	}
+	writeMemory(w, rep.Nodes)
 	fmt.Fprintf(w, "\nfaults:\n")
 	for _, f := range rep.Faults {
 		target := f.Target

@@ -297,6 +297,12 @@ func runScenario(t *testing.T, o Options, ignore ...goleak.Option) Report {
 			t.Errorf("database time %+v: want the load's statements, the renewals among them", d)
 		}
 	}
+	// Every node's memory over the load: the heap from its /metrics, in the load's quarters.
+	for _, n := range rep.Nodes {
+		if m := n.Memory; m == nil || m.HeapLastMB <= 0 || slices.Max(m.HeapByQuarterMB[:]) <= 0 {
+			t.Errorf("node %s (%s): memory %+v, want heap readings through the load", n.ID, n.End, m)
+		}
+	}
 	if !rep.OK {
 		t.Fatalf("verdict FAIL (seed %d); see the summary above", o.Seed)
 	}
