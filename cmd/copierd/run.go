@@ -100,7 +100,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.migrate, "migrate", true, "apply the database migrations at start (safe with many nodes); false only checks the connection")
 	fs.StringVar(&f.httpAddr, "http", "", "serve /healthz, /readyz, /metrics and a status page on HOST:PORT (empty: off)")
 	fs.StringVar(&f.httpAddrFile, "http-addr-file", "", "once --http listens, write the address it listens on to this file (for supervisors and tests that pass port 0)")
-	fs.StringVar(&f.traceCopies, "trace-copies", "", "record every order's stages (master event, feed, mailbox, reconcile queue, broker slot, wire, reply) and write them to this file when the node stops (load tests; off by default)")
+	fs.StringVar(&f.traceCopies, "trace-copies", "", "record every order's stages (master event, feed, mailbox, reconcile queue, broker slot, wire, reply) to this file as they come; it is whole once the node stops (load tests; off by default)")
 	fs.IntVar(&f.httpMaxConns, "http-max-conns", 0, "most HTTP connections open at once; a newcomer displaces the oldest without a request in progress, else the oldest anonymous one with a request in progress, else waits (0: a quarter of the file descriptor limit, at most 256)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated addresses or CIDR networks of TLS-terminating reverse proxies whose X-Forwarded-Proto (Secure session cookies) and X-Forwarded-For (login throttling) are believed")
 	addGCPercentFlag(fs, &f.gcPercent)
@@ -314,10 +314,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	deps := actors.Deps{Pool: pool, LeasePool: leasePool, Broker: b, Logger: log, Credentials: cenv.credentials(), Observe: sd.observe}
 	if f.traceCopies != "" {
-		deps.TraceCopies = copytrace.NewRecorder(0)
+		rc, err := copytrace.Create(f.traceCopies)
+		if err != nil {
+			fmt.Fprintf(stderr, "copierd run: --trace-copies: %s\n", oneLine(err))
+			return exitFailure
+		}
+		deps.TraceCopies = rc
 		defer func() {
-			if err := deps.TraceCopies.WriteFile(f.traceCopies); err != nil {
-				log.Error().Err(err).Msg("copy trace not written")
+			if err := rc.Close(); err != nil {
+				log.Error().Err(err).Msg("copy trace not written whole")
 			}
 		}()
 	}

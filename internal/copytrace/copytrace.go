@@ -12,6 +12,7 @@ package copytrace
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -51,100 +52,175 @@ type Record struct {
 	Executed     bool  `json:"executed"`                // the call succeeded
 }
 
-// Recorder keeps records in memory, up to a bound, until they are written out. Safe for
-// concurrent use; Add takes a short lock and never waits for I/O.
+// Recorder writes records to a file as they come, in chunks, from a goroutine of its own:
+// Add takes a short lock and never waits for I/O, and the Recorder's memory is bounded
+// however long the node runs. (Kept in memory until the node stopped, the records of a
+// five-minute overload were most of each node's heap, and the collector scanned them.) A
+// chunk that finds the writer too far behind is dropped and counted, never waited for.
 type Recorder struct {
 	mu      sync.Mutex
-	limit   int
-	records []Record
+	chunk   []Record
 	dropped int
+	closed  bool
+
+	chunks chan []Record // full chunks to the writer
+	free   chan []Record // written chunks back, emptied
+	done   chan written  // the writer's end
+	w      *bufio.Writer
+	file   *os.File // Create's, closed by Close
 }
 
-// DefaultLimit bounds a Recorder made with limit 0 (about 250 MB of records).
-const DefaultLimit = 2_000_000
+// Sizes of a Recorder's buffers: chunkSize records a chunk, queued full chunks at most
+// (about 10 MB in all at 150 bytes a record).
+const (
+	chunkSize = 4096
+	queued    = 16
+)
 
-// NewRecorder returns a Recorder that keeps at most limit records (0: DefaultLimit) and
-// counts the rest as dropped.
-func NewRecorder(limit int) *Recorder {
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	return &Recorder{limit: limit}
+// NewRecorder returns a Recorder that writes to w (see Create).
+func NewRecorder(w io.Writer) *Recorder { return newRecorder(w, chunkSize, queued) }
+
+func newRecorder(w io.Writer, size, queue int) *Recorder {
+	rc := &Recorder{chunk: make([]Record, 0, size), chunks: make(chan []Record, queue), free: make(chan []Record, queue+1),
+		done: make(chan written, 1), w: bufio.NewWriterSize(w, 1<<16)}
+	go rc.write()
+	return rc
 }
 
-// Add keeps r, or counts it as dropped when the Recorder is full.
-func (rc *Recorder) Add(r Record) {
-	rc.mu.Lock()
-	if len(rc.records) < rc.limit {
-		rc.records = append(rc.records, r)
-	} else {
-		rc.dropped++
-	}
-	rc.mu.Unlock()
-}
-
-// header is the first line of a trace file.
-type header struct {
-	Records int `json:"records"`
-	Dropped int `json:"dropped"`
-}
-
-// Write writes every record kept so far as JSON lines, after a header line with the
-// counts.
-func (rc *Recorder) Write(w io.Writer) error {
-	rc.mu.Lock()
-	recs, dropped := rc.records, rc.dropped
-	rc.mu.Unlock()
-	bw := bufio.NewWriterSize(w, 1<<16)
-	enc := json.NewEncoder(bw)
-	if err := enc.Encode(header{Records: len(recs), Dropped: dropped}); err != nil {
-		return err
-	}
-	for i := range recs {
-		if err := enc.Encode(&recs[i]); err != nil {
-			return err
-		}
-	}
-	return bw.Flush()
-}
-
-// WriteFile writes the records to path (see Write).
-func (rc *Recorder) WriteFile(path string) error {
+// Create returns a Recorder that writes to a new file at path.
+func Create(path string) (*Recorder, error) {
 	f, err := os.Create(path)
 	if err != nil {
+		return nil, fmt.Errorf("copy trace: %w", err)
+	}
+	rc := NewRecorder(f)
+	rc.file = f
+	return rc, nil
+}
+
+// Add records r, or counts it as dropped when the writer is too far behind (or after
+// Close).
+func (rc *Recorder) Add(r Record) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.closed {
+		rc.dropped++
+		return
+	}
+	rc.chunk = append(rc.chunk, r)
+	if len(rc.chunk) < cap(rc.chunk) {
+		return
+	}
+	select {
+	case rc.chunks <- rc.chunk:
+		select {
+		case rc.chunk = <-rc.free:
+		default:
+			rc.chunk = make([]Record, 0, cap(rc.chunk))
+		}
+	default:
+		rc.dropped += len(rc.chunk)
+		clear(rc.chunk)
+		rc.chunk = rc.chunk[:0]
+	}
+}
+
+// written is the writer's account: records encoded, and its first error.
+type written struct {
+	records int
+	err     error
+}
+
+// write encodes the chunks as JSON lines; after an error it only drains them.
+func (rc *Recorder) write() {
+	enc := json.NewEncoder(rc.w)
+	var out written
+	for c := range rc.chunks {
+		for i := range c {
+			if out.err == nil {
+				if out.err = enc.Encode(&c[i]); out.err == nil {
+					out.records++
+				}
+			}
+		}
+		clear(c)
+		select {
+		case rc.free <- c[:0]:
+		default:
+		}
+	}
+	rc.done <- out
+}
+
+// trailer is the last line of a trace file: it says the file is whole.
+type trailer struct {
+	End     bool `json:"end"`
+	Records int  `json:"records"`
+	Dropped int  `json:"dropped"`
+}
+
+// Close writes the records still held and the trailer (how many records and how many
+// were dropped), then closes the file of Create. Records added later are dropped.
+func (rc *Recorder) Close() error {
+	rc.mu.Lock()
+	if rc.closed {
+		rc.mu.Unlock()
+		return errors.New("copy trace: closed twice")
+	}
+	rc.closed = true
+	if len(rc.chunk) > 0 {
+		rc.chunks <- rc.chunk // the writer drains: this waits at most for queued chunks
+	}
+	rc.chunk = nil
+	dropped := rc.dropped
+	rc.mu.Unlock()
+	close(rc.chunks)
+	out := <-rc.done
+	err := out.err
+	if err == nil {
+		err = json.NewEncoder(rc.w).Encode(trailer{End: true, Records: out.records, Dropped: dropped})
+	}
+	if err == nil {
+		err = rc.w.Flush()
+	}
+	if rc.file != nil {
+		if cerr := rc.file.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("copy trace: %w", err)
-	}
-	if err := rc.Write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("copy trace: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("copy trace: write %s: %w", path, err)
 	}
 	return nil
 }
 
-// Read reads a trace written by Write: its records and how many the node dropped.
+// line is one line of a trace file: a record, or the trailer.
+type line struct {
+	Record
+	trailer
+}
+
+// Read reads a trace file: its records and how many the node dropped. A file without its
+// trailer (the node did not stop: killed) or with fewer records than the trailer says is
+// an error; the records read before it are returned with it.
 func Read(r io.Reader) ([]Record, int, error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<16))
-	var h header
-	if err := dec.Decode(&h); err != nil {
-		return nil, 0, fmt.Errorf("copy trace: header: %w", err)
-	}
-	out := make([]Record, 0, h.Records)
+	var out []Record
 	for {
-		var rec Record
-		if err := dec.Decode(&rec); err == io.EOF {
-			break
+		var l line
+		if err := dec.Decode(&l); err == io.EOF {
+			return out, 0, fmt.Errorf("copy trace: %d records and no trailer (the node did not stop, or the file was cut)", len(out))
 		} else if err != nil {
-			return out, h.Dropped, fmt.Errorf("copy trace: record %d: %w", len(out)+1, err)
+			return out, 0, fmt.Errorf("copy trace: record %d: %w", len(out)+1, err)
 		}
-		out = append(out, rec)
+		if l.End {
+			if l.Records != len(out) {
+				return out, l.Dropped, fmt.Errorf("copy trace: %d records, the trailer says %d", len(out), l.Records)
+			}
+			return out, l.Dropped, nil
+		}
+		out = append(out, l.Record)
 	}
-	if len(out) != h.Records {
-		return out, h.Dropped, fmt.Errorf("copy trace: %d records, the header says %d (truncated file?)", len(out), h.Records)
-	}
-	return out, h.Dropped, nil
 }
 
 // ReadFile reads the trace file at path (see Read).

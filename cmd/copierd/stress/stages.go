@@ -268,8 +268,9 @@ func counts(cs []Count) string {
 	return out
 }
 
-// readTraces reads every node's trace file (a killed node has none: its copies count as
-// untraced).
+// readTraces reads every node's trace file. A node writes its records as they come, so a
+// killed node's file holds those written before it died, without the trailer: they count,
+// and its later copies are untraced.
 func (r *runner) readTraces() ([]copytrace.Record, int, []error) {
 	var all []copytrace.Record
 	var dropped int
@@ -277,10 +278,8 @@ func (r *runner) readTraces() ([]copytrace.Record, int, []error) {
 	for _, n := range r.allNodes() {
 		path := filepath.Join(r.o.OutDir, n.id+".trace")
 		recs, d, err := copytrace.ReadFile(path)
-		if err != nil {
-			if n.getState() != nodeKilled {
-				errs = append(errs, fmt.Errorf("%s: %w", n.id, err))
-			}
+		if err != nil && n.getState() != nodeKilled {
+			errs = append(errs, fmt.Errorf("%s: %w", n.id, err))
 			continue
 		}
 		all, dropped = append(all, recs...), dropped+d

@@ -99,16 +99,19 @@ func TestStageAccounting(t *testing.T) {
 // TestTraceFileRoundTrip: what a node writes, the stress reads back whole; a cut file is
 // an error, not fewer copies.
 func TestTraceFileRoundTrip(t *testing.T) {
-	rc := copytrace.NewRecorder(2)
+	path := filepath.Join(t.TempDir(), "n.trace")
+	rc, err := copytrace.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 3 {
 		rc.Add(copytrace.Record{RequestID: uuid.New(), Account: int64(i), Path: copytrace.PathEvent, Send: int64(i + 1)})
 	}
-	path := filepath.Join(t.TempDir(), "n.trace")
-	if err := rc.WriteFile(path); err != nil {
+	if err := rc.Close(); err != nil {
 		t.Fatal(err)
 	}
 	recs, dropped, err := copytrace.ReadFile(path)
-	if err != nil || len(recs) != 2 || dropped != 1 || recs[1].Send != 2 {
+	if err != nil || len(recs) != 3 || dropped != 0 || recs[1].Send != 2 {
 		t.Fatalf("read %+v dropped %d err %v", recs, dropped, err)
 	}
 	b, _ := os.ReadFile(path)
