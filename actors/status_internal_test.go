@@ -1,6 +1,9 @@
 package actors
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestJournalKeepsTheNewestInOrder: the account's journal holds the newest journalSize
 // entries, oldest first, before and after its ring wraps; an account without entries has
@@ -56,5 +59,31 @@ func TestPhasesCountWhatTheSnapshotHolds(t *testing.T) {
 	}
 	if byPhase[PhaseCopying] != 3 {
 		t.Errorf("copying: %d, want 3", byPhase[PhaseCopying])
+	}
+}
+
+// TestQualityByLink: each link's copies are summarised on their own, by link id, whether
+// the link was the account's first to copy or a later one.
+func TestQualityByLink(t *testing.T) {
+	var b accountBoard
+	if q := b.snapshot().Quality; q != nil {
+		t.Fatalf("quality before any copy: %+v", q)
+	}
+	copies := map[int64]int{30: 3, 10: 1, 20: 2} // link 30 copies first
+	for _, link := range []int64{30, 30, 10, 20, 30, 20} {
+		b.record(nil, []JournalEntry{{Link: link, HasQuality: true, Quality: Quality{Feed: time.Duration(link) * time.Millisecond}}})
+	}
+	b.record(nil, []JournalEntry{{Link: 40}}) // no quality: no summary
+	q := b.snapshot().Quality
+	if len(q) != len(copies) {
+		t.Fatalf("%d summaries, want %d: %+v", len(q), len(copies), q)
+	}
+	for i, s := range q {
+		if i > 0 && q[i-1].Link >= s.Link {
+			t.Fatalf("summaries not by link: %+v", q)
+		}
+		if s.Copies != copies[s.Link] || s.FeedP50 != time.Duration(s.Link)*time.Millisecond {
+			t.Fatalf("link %d: %d copies, feed p50 %v; want %d copies at %d ms", s.Link, s.Copies, s.FeedP50, copies[s.Link], s.Link)
+		}
 	}
 }
