@@ -84,17 +84,16 @@ func (c *Context) armLocked() context.Context {
 func (c *Context) Cancel() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err == nil {
-		switch {
-		case c.inner != nil && c.inner.Err() != nil:
+	switch {
+	case c.inner != nil:
+		c.cancel() // an inner context whose timer fired keeps DeadlineExceeded
+		if c.err == nil {
 			c.err = c.inner.Err()
-		case !time.Now().Before(c.deadline):
-			c.err = context.DeadlineExceeded
-		default:
-			c.err = context.Canceled
 		}
-	}
-	if c.cancel != nil {
-		c.cancel()
+	case c.err != nil:
+	case !time.Now().Before(c.deadline):
+		c.err = context.DeadlineExceeded
+	default:
+		c.err = context.Canceled
 	}
 }
