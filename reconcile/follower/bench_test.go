@@ -22,13 +22,9 @@ func BenchmarkCoreCopy(b *testing.B) {
 		ticket++
 		seq++
 		p := h.mpos(ticket)
-		h.event(broker.Opened, 1, seq, p)
-		h.wantSend(reconcile.Open)
-		h.filled(ticket + 50_000)
+		h.copyEvent(broker.Opened, seq, p, reconcile.Open, ticket+50_000)
 		seq++
-		h.event(broker.Closed, 1, seq, p)
-		h.wantSend(reconcile.Close)
-		h.filled(ticket + 50_000)
+		h.copyEvent(broker.Closed, seq, p, reconcile.Close, ticket+50_000)
 		if h.rd.Send != nil {
 			b.Fatal("more than one order per event")
 		}
@@ -41,7 +37,10 @@ func BenchmarkCoreCopy(b *testing.B) {
 func BenchmarkCoreCopyMany(b *testing.B) {
 	n := 1000
 	if s := os.Getenv("CORES"); s != "" {
-		n, _ = strconv.Atoi(s)
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1 {
+			b.Fatalf("CORES=%q: want a count of Cores ≥ 1", s)
+		}
 	}
 	hs := make([]*harness, n)
 	for i := range hs {
@@ -54,18 +53,21 @@ func BenchmarkCoreCopyMany(b *testing.B) {
 		ticket++
 		seq++
 		for _, h := range hs {
-			p := h.mpos(ticket)
-			h.event(broker.Opened, 1, seq, p)
-			h.wantSend(reconcile.Open)
-			h.filled(ticket + 50_000)
+			h.copyEvent(broker.Opened, seq, h.mpos(ticket), reconcile.Open, ticket+50_000)
 		}
 		seq++
 		for _, h := range hs {
-			p := h.mpos(ticket)
-			h.event(broker.Closed, 1, seq, p)
-			h.wantSend(reconcile.Close)
-			h.filled(ticket + 50_000)
+			h.copyEvent(broker.Closed, seq, h.mpos(ticket), reconcile.Close, ticket+50_000)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*n*b.N), "ns/order")
+}
+
+// copyEvent steps master 100's event (epoch 1) and the one order it plans, filled as
+// follower ticket fill.
+func (h *harness) copyEvent(kind broker.EventKind, seq int64, p broker.Position, want reconcile.ActionKind, fill int64) {
+	h.t.Helper()
+	h.event(kind, 1, seq, p)
+	h.wantSend(want)
+	h.filled(fill)
 }
