@@ -250,6 +250,14 @@ func WriteStatusesFenced(ctx context.Context, pool *pgxpool.Pool, node string, r
 	return inBatches(rows, statusChunk, func(batch []AccountStatus) (FencedResult, error) { return writeStatuses(ctx, pool, node, batch) })
 }
 
+// writeStatuses fences in the locking CTE alone: a row it returns was owned by node at the
+// row's epoch on its latest version (a row changed while the lock waited is checked again)
+// and stays locked until the statement commits, so the update joins by id only. The update
+// must not filter on node_id again: with the statistics of a moment before a claim (every
+// follower free, or a new node's id) PostgreSQL takes node_id = $1 for one row, drives the
+// update from trading_accounts_node_idx and joins every owned row with every row of the
+// batch: 7.5 million rows looked at for a 500-row write to 5,000 owned accounts, 0.7 s
+// (TestFencedWritesStayLinearWhateverTheStatistics).
 func writeStatuses(ctx context.Context, pool *pgxpool.Pool, node string, rows []AccountStatus) (FencedResult, error) {
 	n := len(rows)
 	applied, err := execEncoded(ctx, pool, `
@@ -257,15 +265,15 @@ func writeStatuses(ctx context.Context, pool *pgxpool.Pool, node string, rows []
 			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::float8[], $7::float8[], $8::timestamptz[], $9::timestamptz[])
 			     AS s(id, epoch, status, last_error, balance, equity, at, last_copy_at)),
 		locked AS (
-			SELECT t.id FROM trading_accounts t JOIN s ON t.id = s.id AND t.lease_epoch = s.epoch
+			SELECT s.* FROM trading_accounts t JOIN s ON t.id = s.id AND t.lease_epoch = s.epoch
 			WHERE t.node_id = $1
 			ORDER BY t.id
 			FOR NO KEY UPDATE OF t)
 		UPDATE trading_accounts t
-		SET status = s.status, last_error = s.last_error, balance = s.balance, equity = s.equity,
-		    status_at = s.at, last_copy_at = coalesce(s.last_copy_at, t.last_copy_at)
-		FROM s JOIN locked ON locked.id = s.id
-		WHERE t.id = s.id AND t.node_id = $1 AND t.lease_epoch = s.epoch`,
+		SET status = l.status, last_error = l.last_error, balance = l.balance, equity = l.equity,
+		    status_at = l.at, last_copy_at = coalesce(l.last_copy_at, t.last_copy_at)
+		FROM locked l
+		WHERE t.id = l.id`,
 		func(p *pgparams.Params) {
 			p.Text(node)
 			p.Int8Array(n, func(i int) int64 { return rows[i].ID })

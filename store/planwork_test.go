@@ -1,0 +1,195 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/snapcopier/copier/store"
+	"github.com/snapcopier/copier/store/storetest"
+)
+
+// planNode is the part of an EXPLAIN (ANALYZE, FORMAT JSON) node planWork reads.
+type planNode struct {
+	NodeType      string     `json:"Node Type"`
+	ActualRows    float64    `json:"Actual Rows"`
+	ActualLoops   float64    `json:"Actual Loops"`
+	RemovedFilter float64    `json:"Rows Removed by Filter"`
+	RemovedJoin   float64    `json:"Rows Removed by Join Filter"`
+	Plans         []planNode `json:"Plans"`
+}
+
+// work counts the rows every node of the plan produced or looked at and threw away, over
+// all its loops: what the statement did, independent of the machine's speed.
+func (n planNode) work() float64 {
+	w := (n.ActualRows + n.RemovedFilter + n.RemovedJoin) * max(n.ActualLoops, 1)
+	for _, c := range n.Plans {
+		w += c.work()
+	}
+	return w
+}
+
+// explained is one statement's executed plan, as auto_explain reported it.
+type explained struct {
+	Query string
+	Plan  planNode
+}
+
+// explainingPool opens a pool whose every statement's executed plan is sent back by
+// auto_explain as a notice, and returns the plans collected so far on each call of take.
+func explainingPool(t *testing.T, db *storetest.DB) (*pgxpool.Pool, func() []explained) {
+	t.Helper()
+	cfg, err := store.ParseConfig(db.URL, store.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var plans []explained
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		_, js, ok := strings.Cut(n.Message, "plan:\n")
+		if !ok {
+			return
+		}
+		var e struct {
+			Query string   `json:"Query Text"`
+			Plan  planNode `json:"Plan"`
+		}
+		if err := json.Unmarshal([]byte(js), &e); err != nil {
+			t.Errorf("auto_explain notice: %v", err)
+			return
+		}
+		mu.Lock()
+		plans = append(plans, explained{Query: e.Query, Plan: e.Plan})
+		mu.Unlock()
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `LOAD 'auto_explain'`)
+		if err == nil {
+			_, err = c.Exec(ctx, `SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on;
+				SET auto_explain.log_timing = off; SET auto_explain.log_format = json; SET auto_explain.log_level = notice`)
+		}
+		return err
+	}
+	pool, err := store.OpenConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, func() []explained {
+		mu.Lock()
+		defer mu.Unlock()
+		out := plans
+		plans = nil
+		return out
+	}
+}
+
+// TestFencedWritesStayLinearWhateverTheStatistics: the statements a node runs every flush
+// and every lease cycle look at a number of rows in proportion to what they write and what
+// the node owns, whether the table's statistics are fresh or were taken while every
+// follower was free (a new platform, or a new node id, until autovacuum analyzes the table
+// again). It counts the rows each executed plan looked at (auto_explain's report), not the
+// time: the status write, driven from the node_id index by the stale statistics, once
+// joined every owned row with every row of its batch (7.5 million rows for 500 statuses
+// to 5,000 owned accounts).
+func TestFencedWritesStayLinearWhateverTheStatistics(t *testing.T) {
+	for _, fresh := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fresh-statistics=%v", fresh), func(t *testing.T) { fencedWritesStayLinear(t, fresh) })
+	}
+}
+
+func fencedWritesStayLinear(t *testing.T, fresh bool) {
+	const followers, owned, batch = 20000, 5000, 1000
+	db := storetest.NewDB(t)
+	ctx := context.Background()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := db.Pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`INSERT INTO trading_accounts (id, platform, role, login) SELECT g, 'mt5', 'master', 'm' || g FROM generate_series(1, 20) g`)
+	exec(`INSERT INTO trading_accounts (id, platform, role, login) SELECT g, 'mt5', 'follower', 'f' || g FROM generate_series(21, $1::bigint + 20) g`, followers)
+	exec(`INSERT INTO copy_links (master_id, follower_id, magic) SELECT 1 + g % 20, g, 7 FROM generate_series(21, $1::bigint + 20) g`, followers)
+	exec(`ANALYZE`)
+	pool, take := explainingPool(t, db)
+	req := store.CycleRequest{Node: "n1", Platform: "mt5", Lease: time.Hour, Capacity: owned}
+	res, err := store.LeaseCycle(ctx, pool, req)
+	if err != nil || len(res.Owned) != owned {
+		t.Fatalf("claim: %d, %v", len(res.Owned), err)
+	}
+	if fresh {
+		exec(`ANALYZE`)
+	}
+	take()
+	rows, err := db.Pool.Query(ctx, `SELECT follower_id, id FROM copy_links`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Follower, Link int64 }])
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := map[int64]int64{}
+	for _, p := range pairs {
+		links[p.Follower] = p.Link
+	}
+
+	// step runs one write that applies rows rows and checks that every statement it ran
+	// looked at no more than ten times its rows and the node's, or, for a lease cycle that
+	// also claims (it sorts the platform's free followers), the platform's followers.
+	step := func(name string, rows, scale int, write func() (int64, error)) {
+		t.Helper()
+		applied, err := write()
+		if err != nil || applied != int64(rows) {
+			t.Fatalf("%s: applied %d of %d, %v", name, applied, rows, err)
+		}
+		plans := take()
+		if len(plans) == 0 {
+			t.Fatalf("%s: auto_explain reported no plan", name)
+		}
+		limit := 10 * float64(scale)
+		for _, e := range plans {
+			if w := e.Plan.work(); w > limit {
+				t.Errorf("%s looked at %.0f rows (at most %.0f): %s", name, w, limit, strings.Join(strings.Fields(e.Query), " "))
+			}
+		}
+	}
+	fenced := func(r store.FencedResult, err error) (int64, error) { return r.Applied, err }
+	now := time.Now()
+	var tickets []store.TicketRow
+	var statuses []store.AccountStatus
+	var snaps []store.PositionsSnapshot
+	var prot []store.ProtectionRow
+	for _, o := range res.Owned[:batch] {
+		tickets = append(tickets, store.TicketRow{FollowerID: o.ID, Epoch: o.Epoch, LinkID: links[o.ID], MasterTicket: 7, FollowerTicket: 9, Volume: 1})
+		statuses = append(statuses, store.AccountStatus{ID: o.ID, Epoch: o.Epoch, Status: "copying", At: now, LastCopyAt: now})
+		snaps = append(snaps, store.PositionsSnapshot{ID: o.ID, Epoch: o.Epoch, Positions: []byte(`[]`), SeenAt: now})
+		prot = append(prot, store.ProtectionRow{FollowerID: o.ID, LinkID: links[o.ID], Epoch: o.Epoch, State: []byte(`{}`)})
+	}
+	step("ticket-map opens", batch, owned+batch, func() (int64, error) { return fenced(store.UpsertTicketsFenced(ctx, pool, "n1", tickets)) })
+	for i := range tickets {
+		tickets[i].ClosedAt = now
+	}
+	step("ticket-map closes", batch, owned+batch, func() (int64, error) { return fenced(store.UpsertTicketsFenced(ctx, pool, "n1", tickets)) })
+	step("statuses", batch, owned+batch, func() (int64, error) { return fenced(store.WriteStatusesFenced(ctx, pool, "n1", statuses)) })
+	step("snapshots", batch, owned+batch, func() (int64, error) { return fenced(store.WriteSnapshotsFenced(ctx, pool, "n1", snaps)) })
+	step("protection", batch, owned+batch, func() (int64, error) { return fenced(store.WriteProtectionFenced(ctx, pool, "n1", prot)) })
+	req.Held, req.Capacity = heldOf(res.Owned), owned+batch
+	step("lease cycle: renew and claim", owned+batch, followers+owned, func() (int64, error) {
+		r, err := store.LeaseCycle(ctx, pool, req)
+		res = r
+		return int64(r.Renewed + r.Claimed), err
+	})
+	req.Held = heldOf(res.Owned)
+	step("hand-off", batch, owned+batch, func() (int64, error) { return store.HandOff(ctx, pool, "n1", req.Held[:batch]) })
+	step("release all", owned, 2*owned, func() (int64, error) { return store.ReleaseAll(ctx, pool, "n1", req.Held[batch:]) })
+}
