@@ -182,13 +182,17 @@ func BenchmarkClaimThroughput(b *testing.B) {
 
 // BenchmarkFencedWrites: what a node's StatusWriter writes after a round of copies to
 // 1,000 followers: a ticket-map row, a status and a positions snapshot for each, through
-// the fence. Beside ns/op and the allocations it reports this process's CPU per follower
-// (client-cpu-us/follower: the parameters' encoding and the protocol; PostgreSQL's work
-// is in its own processes).
+// the fence. The ticket-map rows are those of a copy opened in one round and closed in
+// the next (an insert, then an update), as a node writes them. Beside ns/op and the
+// allocations it reports this process's CPU per follower (client-cpu-us/follower: the
+// parameters' encoding and the protocol) and the PostgreSQL backend's CPU per row of each
+// statement (server-cpu-us/…-row; read from /proc in clock ticks, so run enough
+// iterations: 100 give about 1 %).
 func BenchmarkFencedWrites(b *testing.B) {
 	const n = 1000
 	db := storetest.NewDB(b)
-	pool := db.NewPool(b, store.Options{MaxConns: 4})
+	pool := db.NewPool(b, store.Options{MaxConns: 1}) // one backend: its CPU is the statements'
+
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `INSERT INTO trading_accounts (id, platform, role, login) VALUES (1, 'mt5', 'master', 'm')`); err != nil {
 		b.Fatal(err)
@@ -229,20 +233,50 @@ func BenchmarkFencedWrites(b *testing.B) {
 		statuses[i] = store.AccountStatus{ID: o.ID, Epoch: o.Epoch, Status: "copying", Balance: 100000, Equity: 99987.5, At: now, LastCopyAt: now}
 		snaps[i] = store.PositionsSnapshot{ID: o.ID, Epoch: o.Epoch, Positions: positions, SeenAt: now}
 	}
+	var backend int
+	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		b.Fatal(err)
+	}
+	serverCPU := func() time.Duration {
+		d, err := cputime.Of(backend)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	writes := []struct {
+		metric string
+		write  func() (store.FencedResult, error)
+	}{
+		{"server-cpu-us/ticket-row", func() (store.FencedResult, error) { return store.UpsertTicketsFenced(ctx, pool, "bench", tickets) }},
+		{"server-cpu-us/status-row", func() (store.FencedResult, error) { return store.WriteStatusesFenced(ctx, pool, "bench", statuses) }},
+		{"server-cpu-us/snapshot-row", func() (store.FencedResult, error) { return store.WriteSnapshotsFenced(ctx, pool, "bench", snaps) }},
+	}
 	var cpu time.Duration
+	server := make([]time.Duration, len(writes))
+	round := 0
 	for b.Loop() {
+		// Even rounds open a copy of a new master ticket, odd rounds close it.
+		for i := range tickets {
+			tickets[i].MasterTicket, tickets[i].ClosedAt = int64(4711+round/2), time.Time{}
+			if round%2 == 1 {
+				tickets[i].ClosedAt = now
+			}
+		}
+		round++
 		cpu0 := cputime.Process()
-		for _, w := range []func() (store.FencedResult, error){
-			func() (store.FencedResult, error) { return store.UpsertTicketsFenced(ctx, pool, "bench", tickets) },
-			func() (store.FencedResult, error) { return store.WriteStatusesFenced(ctx, pool, "bench", statuses) },
-			func() (store.FencedResult, error) { return store.WriteSnapshotsFenced(ctx, pool, "bench", snaps) },
-		} {
-			r, err := w()
+		for i, w := range writes {
+			s0 := serverCPU()
+			r, err := w.write()
 			if err != nil || r.Applied != n {
 				b.Fatalf("write: %+v, %v", r, err)
 			}
+			server[i] += serverCPU() - s0
 		}
 		cpu += cputime.Process() - cpu0
 	}
 	b.ReportMetric(float64(cpu.Nanoseconds())/1000/float64(b.N*n), "client-cpu-us/follower")
+	for i, w := range writes {
+		b.ReportMetric(float64(server[i].Nanoseconds())/1000/float64(b.N*n), w.metric)
+	}
 }

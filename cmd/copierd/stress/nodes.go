@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/snapcopier/copier/internal/cputime"
 )
 
 // nodeState is where a node process is in its life.
@@ -295,15 +297,14 @@ func procStat(pid int) []string {
 	return strings.Fields(s[i+1:])
 }
 
-// readCPUTicks returns utime + stime (clock ticks) from /proc/PID/stat.
+// readCPUTicks returns utime + stime (clock ticks) from /proc/PID/stat; 0 when it cannot
+// be read.
 func readCPUTicks(pid int) int64 {
-	fields := procStat(pid)
-	if len(fields) < 13 {
+	d, err := cputime.Of(pid)
+	if err != nil {
 		return 0
 	}
-	ut, _ := strconv.ParseInt(fields[11], 10, 64)
-	st, _ := strconv.ParseInt(fields[12], 10, 64)
-	return ut + st
+	return int64(d / (time.Second / clockTicks))
 }
 
 // clockTicks is USER_HZ, 100 on every Linux this runs on.
