@@ -94,24 +94,32 @@ func explainingPool(t *testing.T, db *storetest.DB) (*pgxpool.Pool, func() []exp
 
 // TestFencedWritesStayLinearWhateverTheStatistics: the statements a node runs every flush
 // and every lease cycle look at a number of rows in proportion to what they write and what
-// the node owns, whether the table's statistics are fresh or were taken while every
-// follower was free (a new platform, or a new node id, until autovacuum analyzes the table
-// again). It counts the rows each executed plan looked at (auto_explain's report), not the
-// time: the status write, driven from the node_id index by the stale statistics, once
-// joined every owned row with every row of its batch (7.5 million rows for 500 statuses
-// to 5,000 owned accounts).
+// the node owns, whatever the table's statistics say: fresh, taken while every follower
+// was free (a new platform), or taken while other nodes held every follower (a node that
+// starts with a new id, as a pod does after each reschedule, and takes over a dead node's
+// leases), until autovacuum analyzes the table again. It counts the rows each executed
+// plan looked at (auto_explain's report), not the time: the status write, driven from the
+// node_id index by such statistics, once joined every owned row with every row of its
+// batch (7.5 million rows for 500 statuses to 5,000 owned accounts).
 func TestFencedWritesStayLinearWhateverTheStatistics(t *testing.T) {
 	for _, c := range []struct {
 		owned int
-		fresh bool
-	}{{5000, false}, {5000, true}, {18000, false}} {
-		t.Run(fmt.Sprintf("owned=%d/fresh-statistics=%v", c.owned, c.fresh), func(t *testing.T) { fencedWritesStayLinear(t, c.owned, c.fresh) })
+		stats string
+	}{{5000, statsAllFree}, {5000, statsFresh}, {5000, statsOtherNodes}, {18000, statsAllFree}} {
+		t.Run(fmt.Sprintf("owned=%d/statistics=%s", c.owned, c.stats), func(t *testing.T) { fencedWritesStayLinear(t, c.owned, c.stats) })
 	}
 }
 
+// The statistics fencedWritesStayLinear's node meets.
+const (
+	statsAllFree    = "all-free"    // taken before any claim
+	statsFresh      = "fresh"       // taken after the node's claim
+	statsOtherNodes = "other-nodes" // taken while four other nodes held every follower; their leases have run out
+)
+
 // fencedWritesStayLinear: one node of a platform of 20,000 followers claims owned of them,
 // then writes and cycles.
-func fencedWritesStayLinear(t *testing.T, owned int, fresh bool) {
+func fencedWritesStayLinear(t *testing.T, owned int, stats string) {
 	const followers, batch = 20000, 1000
 	db := storetest.NewDB(t)
 	ctx := context.Background()
@@ -124,6 +132,10 @@ func fencedWritesStayLinear(t *testing.T, owned int, fresh bool) {
 	exec(`INSERT INTO trading_accounts (id, platform, role, login) SELECT g, 'mt5', 'master', 'm' || g FROM generate_series(1, 20) g`)
 	exec(`INSERT INTO trading_accounts (id, platform, role, login) SELECT g, 'mt5', 'follower', 'f' || g FROM generate_series(21, $1::bigint + 20) g`, followers)
 	exec(`INSERT INTO copy_links (master_id, follower_id, magic) SELECT 1 + g % 20, g, 7 FROM generate_series(21, $1::bigint + 20) g`, followers)
+	if stats == statsOtherNodes {
+		exec(`UPDATE trading_accounts SET node_id = 'old-' || (id % 4), lease_until = now() - interval '1 minute', lease_epoch = 1
+			WHERE role = 'follower'`)
+	}
 	exec(`ANALYZE`)
 	// The statistics change only where the test says: autovacuum could analyze the claimed
 	// rows at any moment.
@@ -136,7 +148,7 @@ func fencedWritesStayLinear(t *testing.T, owned int, fresh bool) {
 	if err != nil || len(res.Owned) != owned {
 		t.Fatalf("claim: %d, %v", len(res.Owned), err)
 	}
-	if fresh {
+	if stats == statsFresh {
 		exec(`ANALYZE`)
 	}
 	take()
