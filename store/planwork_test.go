@@ -93,7 +93,7 @@ func explainingPool(t *testing.T, db *storetest.DB) (*pgxpool.Pool, func() []exp
 }
 
 // TestFencedWritesStayLinearWhateverTheStatistics: the statements a node runs every flush
-// and every lease cycle look at a number of rows in proportion to what they write and what
+// and every lease cycle, and those that load the accounts it takes over, look at a number of rows in proportion to what they write and what
 // the node owns, whatever the table's statistics say: fresh, taken while every follower
 // was free (a new platform), or taken while other nodes held every follower (a node that
 // starts with a new id, as a pod does after each reschedule, and takes over a dead node's
@@ -198,6 +198,20 @@ func fencedWritesStayLinear(t *testing.T, owned int, stats string) {
 		prot = append(prot, store.ProtectionRow{FollowerID: o.ID, LinkID: links[o.ID], Epoch: o.Epoch, State: []byte(`{}`)})
 	}
 	step("ticket-map opens", batch, owned+batch, func() (int64, error) { return fenced(store.UpsertTicketsFenced(ctx, pool, "n1", tickets)) })
+	step("takeover load", batch, owned+batch, func() (int64, error) {
+		reqs := make([]store.LoadRequest, batch)
+		for i, o := range res.Owned[:batch] {
+			reqs[i] = store.LoadRequest{ID: o.ID, Tickets: true}
+		}
+		loads, err := store.LoadFollowers(ctx, pool, reqs)
+		n := 0
+		for _, l := range loads {
+			if l.Err == nil && len(l.Tickets) == 1 {
+				n++
+			}
+		}
+		return int64(n), err
+	})
 	for i := range tickets {
 		tickets[i].ClosedAt = now
 	}
