@@ -76,7 +76,10 @@ func explainingPool(t *testing.T, db *storetest.DB) (*pgxpool.Pool, func() []exp
 			_, err = c.Exec(ctx, `SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on;
 				SET auto_explain.log_timing = off; SET auto_explain.log_format = json; SET auto_explain.log_level = notice`)
 		}
-		return err
+		if err != nil {
+			return fmt.Errorf("auto_explain (LOAD needs a superuser; PostgreSQL's contrib modules): %w", err)
+		}
+		return nil
 	}
 	pool, err := store.OpenConfig(context.Background(), cfg)
 	if err != nil {
