@@ -44,13 +44,20 @@ func ReadFIXPositions(ctx context.Context, pool *pgxpool.Pool, platform, login s
 // account platform/login's book through the owner fence: only where node owns the account
 // at epoch (see fenceLock). ok is false when the fence refused it: the account has another
 // owner, or a later epoch, and the write would overwrite that owner's book.
+//
+// Every fill writes one, so the account is found by its (platform, login) index alone: the
+// owner is compared with IS NOT DISTINCT FROM (the same test for a node id, which is never
+// NULL), which no index serves. With node_id = $1 and the statistics of a moment before the
+// node's claim (or of a node id they do not know), PostgreSQL took the node for one row and
+// drove the lookup from trading_accounts_node_idx: every owned row, per fill
+// (TestFencedWritesStayLinearWhateverTheStatistics).
 func PutFIXPositionFenced(ctx context.Context, pool *pgxpool.Pool, node string, epoch int64, platform, login string, p FIXPosition) (ok bool, err error) {
 	var n int64
 	if p.Position == nil {
 		err = pool.QueryRow(ctx, `
 			WITH owned AS (
 				SELECT t.id FROM trading_accounts t
-				WHERE t.platform = $2 AND t.login = $3 AND t.node_id = $1 AND t.lease_epoch = $4
+				WHERE t.platform = $2 AND t.login = $3 AND t.node_id IS NOT DISTINCT FROM $1 AND t.lease_epoch = $4
 				ORDER BY t.id
 				FOR KEY SHARE OF t), -- see fenceLock
 			del AS (
@@ -60,7 +67,7 @@ func PutFIXPositionFenced(ctx context.Context, pool *pgxpool.Pool, node string, 
 		err = pool.QueryRow(ctx, `
 			WITH owned AS (
 				SELECT t.id FROM trading_accounts t
-				WHERE t.platform = $2 AND t.login = $3 AND t.node_id = $1 AND t.lease_epoch = $4
+				WHERE t.platform = $2 AND t.login = $3 AND t.node_id IS NOT DISTINCT FROM $1 AND t.lease_epoch = $4
 				ORDER BY t.id
 				FOR KEY SHARE OF t), -- see fenceLock
 			ins AS (
