@@ -17,9 +17,8 @@ import (
 	"github.com/snapcopier/copier/store/storetest"
 )
 
-// planNode is the part of an EXPLAIN (ANALYZE, FORMAT JSON) node planWork reads.
+// planNode is the part of an EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) node the test reads.
 type planNode struct {
-	NodeType      string     `json:"Node Type"`
 	ActualRows    float64    `json:"Actual Rows"`
 	ActualLoops   float64    `json:"Actual Loops"`
 	RemovedFilter float64    `json:"Rows Removed by Filter"`
@@ -41,8 +40,8 @@ func (n planNode) work() float64 {
 
 // explained is one statement's executed plan, as auto_explain reported it.
 type explained struct {
-	Query string
-	Plan  planNode
+	Query string   `json:"Query Text"`
+	Plan  planNode `json:"Plan"`
 }
 
 // explainingPool opens a pool whose every statement's executed plan is sent back by
@@ -60,16 +59,13 @@ func explainingPool(t *testing.T, db *storetest.DB) (*pgxpool.Pool, func() []exp
 		if !ok {
 			return
 		}
-		var e struct {
-			Query string   `json:"Query Text"`
-			Plan  planNode `json:"Plan"`
-		}
+		var e explained
 		if err := json.Unmarshal([]byte(js), &e); err != nil {
 			t.Errorf("auto_explain notice: %v", err)
 			return
 		}
 		mu.Lock()
-		plans = append(plans, explained{Query: e.Query, Plan: e.Plan})
+		plans = append(plans, e)
 		mu.Unlock()
 	}
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
@@ -99,14 +95,14 @@ func explainingPool(t *testing.T, db *storetest.DB) (*pgxpool.Pool, func() []exp
 
 // TestFencedWritesStayLinearWhateverTheStatistics: the statements a node runs every flush
 // and every lease cycle, those that load the accounts it takes over and a FIX account's
-// book, look at a number of rows in proportion to what they write and what
-// the node owns, whatever the table's statistics say: fresh, taken while every follower
-// was free (a new platform), or taken while other nodes held every follower (a node that
-// starts with a new id, as a pod does after each reschedule, and takes over a dead node's
-// leases), until autovacuum analyzes the table again. It counts the rows each executed
-// plan looked at (auto_explain's report), not the time: the status write, driven from the
-// node_id index by such statistics, once joined every owned row with every row of its
-// batch (7.5 million rows for 500 statuses to 5,000 owned accounts).
+// book look at rows and pages in proportion to what they write and what the node owns,
+// whatever the table's statistics say: fresh, taken while every follower was free (a new
+// platform), or taken while other nodes held every follower (a node that starts with a new
+// id, as a pod does after each reschedule, and takes over a dead node's leases), until
+// autovacuum analyzes the table again. It counts what each executed plan looked at
+// (auto_explain's report), not the time: the status write, driven from the node_id index
+// by such statistics, once joined every owned row with every row of its batch (7.5
+// million rows for 500 statuses to 5,000 owned accounts).
 func TestFencedWritesStayLinearWhateverTheStatistics(t *testing.T) {
 	for _, c := range []struct {
 		owned int

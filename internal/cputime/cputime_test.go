@@ -23,8 +23,9 @@ func TestProcessAdvancesWithWork(t *testing.T) {
 	}
 }
 
-// Of reads another process's CPU time: for this process it agrees with Process to the
-// few clock ticks (utime and stime are each rounded), and moves forward with work; a process that does not exist is an error.
+// Of reads another process's CPU time: for this process it agrees with Process to a few
+// clock ticks (utime and stime are each rounded) and moves forward with work; a process
+// that does not exist is an error.
 func TestOfReadsAProcess(t *testing.T) {
 	pid := os.Getpid()
 	start, err := cputime.Of(pid)
