@@ -317,7 +317,7 @@ func TestPoolSessionSettings(t *testing.T) {
 	if err := pool.QueryRow(ctxT(t), `SELECT current_setting('plan_cache_mode'), current_setting('idle_in_transaction_session_timeout')`).Scan(&mode, &idle); err != nil {
 		t.Fatal(err)
 	}
-	if mode != "force_custom_plan" || idle != "7s" {
+	if mode != "auto" || idle != "7s" {
 		t.Fatalf("plan_cache_mode %q, idle_in_transaction_session_timeout %q", mode, idle)
 	}
 }
