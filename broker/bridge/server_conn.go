@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/internal/stackgrow"
 )
 
 // serverConn is one client connection on the server: a reader (the run goroutine), a
@@ -223,6 +224,9 @@ func (c *serverConn) dispatch(f *inFrame) error {
 	c.wg.Add(1)
 	c.mu.Unlock()
 	go func() {
+		// The handler decodes its params and calls the session: a deep call that would
+		// grow the new goroutine's stack by doubling three or four times.
+		stackgrow.Grow()
 		defer c.wg.Done()
 		result, err := c.handle(ctx, f)
 		cancel()
