@@ -39,6 +39,10 @@ type Config struct {
 	// EquityEvery is how often a follower with a stop-out limit (drawdown, daily loss)
 	// reads its equity between reconciles (default 5 s).
 	EquityEvery time.Duration
+	// SymbolsMaxAge is how long a periodic repair may reuse the symbol specifications an
+	// earlier reconcile read from a session (default 10 min); a reconcile of any other
+	// cause reads them again.
+	SymbolsMaxAge time.Duration
 	// NoListen turns the release notifications off (a pooler in transaction mode cannot
 	// deliver them): released accounts are then claimed at the interval's pace. By
 	// default the node LISTENs on a connection of its own and claims soon after another
@@ -117,6 +121,12 @@ func (c *Config) Validate() error {
 	}
 	if c.EquityEvery == 0 {
 		c.EquityEvery = 5 * time.Second
+	}
+	if c.SymbolsMaxAge < 0 {
+		return fmt.Errorf("%w: symbols-max-age must be > 0, got %v", ErrConfig, c.SymbolsMaxAge)
+	}
+	if c.SymbolsMaxAge == 0 {
+		c.SymbolsMaxAge = defaultSymbolsMaxAge
 	}
 	return nil
 }
@@ -216,7 +226,8 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 	e.writer = root.Spawn(actor.PropsFromProducer(newStatusWriter(e), actor.WithDispatcher(mailboxDispatcher())))
 	e.loader = root.Spawn(actor.PropsFromProducer(newLoader(e, min(4, int(deps.Pool.Config().MaxConns)-2), 64)))
 	e.reconciler = root.Spawn(actor.PropsFromProducer(newReconciler(reconcilerConfig{
-		Concurrency: cfg.ReconcileConcurrency, RatePerSec: cfg.ReconcileRate, FetchTimeout: cfg.OrderTimeout, Now: e.now,
+		Concurrency: cfg.ReconcileConcurrency, RatePerSec: cfg.ReconcileRate, FetchTimeout: cfg.OrderTimeout,
+		SymbolsMaxAge: cfg.SymbolsMaxAge, Now: e.now,
 	})))
 	e.supervisor = root.Spawn(actor.PropsFromProducer(newSupervisor(e), actor.WithSupervisor(stopOnFailure())))
 	n.keeper = root.Spawn(actor.PropsFromProducer(leasekeeper.NewKeeper(leasekeeper.KeeperConfig{

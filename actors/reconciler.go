@@ -35,7 +35,10 @@ type reconcilerConfig struct {
 	Concurrency  int           // fetch-and-plan jobs at once (default 16)
 	RatePerSec   float64       // jobs started per second (default 200)
 	FetchTimeout time.Duration // per job (default 15 s)
-	Now          func() time.Time
+	// SymbolsMaxAge is how long a periodic repair may reuse a session's symbol
+	// specifications (default 10 min; symbolCache).
+	SymbolsMaxAge time.Duration
+	Now           func() time.Time
 }
 
 type jobDone struct {
@@ -101,6 +104,7 @@ type reconciler struct {
 	last       time.Time
 	wakeSet    bool
 	coalesced  int
+	symbols    *symbolCache // shared by the jobs
 }
 
 // pendingReconcile is a request waiting to start, and its lane.
@@ -127,7 +131,7 @@ func newReconciler(cfg reconcilerConfig) actor.Producer {
 	}
 	return func() actor.Actor {
 		return &reconciler{cfg: cfg, pending: map[int64]pendingReconcile{}, tokens: float64(cfg.Concurrency),
-			wanted: map[int64]bool{}, granted: map[int64]time.Time{}}
+			wanted: map[int64]bool{}, granted: map[int64]time.Time{}, symbols: newSymbolCache(cfg.SymbolsMaxAge, cfg.Now)}
 	}
 }
 
@@ -330,7 +334,7 @@ func (r *reconciler) pump(ctx actor.Context) {
 		if background {
 			r.runningBg++
 		}
-		self, root, cfg := ctx.Self(), ctx.ActorSystem().Root, r.cfg
+		self, root, cfg, symbols := ctx.Self(), ctx.ActorSystem().Root, r.cfg, r.symbols
 		go func() {
 			jctx, cancel := context.WithTimeout(context.Background(), cfg.FetchTimeout)
 			defer cancel()
@@ -343,7 +347,7 @@ func (r *reconciler) pump(ctx actor.Context) {
 						resp.Err = fmt.Errorf("reconcile of account %d panicked: %v", req.accountID, r)
 					}
 				}()
-				resp = runReconcile(jctx, req, started)
+				resp = runReconcile(jctx, req, started, symbols)
 			}()
 			resp.started, resp.finished = started, cfg.Now()
 			root.Send(self, jobDone{req: req, resp: resp, background: background})
@@ -352,12 +356,14 @@ func (r *reconciler) pump(ctx actor.Context) {
 }
 
 // runReconcile fetches the follower and its masters and plans every link: the
-// Reconciler's job.
-func runReconcile(ctx context.Context, req reconcileRequest, now time.Time) reconcileResponse {
+// Reconciler's job. A periodic repair takes the sessions' symbol specifications from
+// symbols when they are fresh enough; a reconcile of any other cause fetches them.
+func runReconcile(ctx context.Context, req reconcileRequest, now time.Time, symbols *symbolCache) reconcileResponse {
 	resp := reconcileResponse{accountID: req.accountID, Reconciled: follower.Reconciled{
 		Masters: map[int64]reconcile.AccountState{}, Plans: map[int64]reconcile.Result{}}}
+	reuse := req.ask.Cause == follower.CausePeriodic
 	var err error
-	if resp.Follower, err = fetchState(ctx, req.follower); err != nil {
+	if resp.Follower, err = fetchState(ctx, req.follower, symbols, reuse); err != nil {
 		resp.Err = fmt.Errorf("follower %d: %w", req.accountID, err)
 		return resp
 	}
@@ -369,7 +375,7 @@ func runReconcile(ctx context.Context, req reconcileRequest, now time.Time) reco
 				resp.Err = fmt.Errorf("master %d: no session", l.MasterID)
 				return resp
 			}
-			if ms, err = fetchState(ctx, sess); err != nil {
+			if ms, err = fetchState(ctx, sess, symbols, reuse); err != nil {
 				resp.Err = fmt.Errorf("master %d: %w", l.MasterID, err)
 				return resp
 			}
@@ -380,7 +386,10 @@ func runReconcile(ctx context.Context, req reconcileRequest, now time.Time) reco
 	return resp
 }
 
-func fetchState(ctx context.Context, s broker.Session) (reconcile.AccountState, error) {
+// fetchState reads an account from its session: its account information and positions
+// always, its symbol specifications unless reuse is set and symbols has them fresh; those
+// it fetches go into symbols.
+func fetchState(ctx context.Context, s broker.Session, symbols *symbolCache, reuse bool) (reconcile.AccountState, error) {
 	var st reconcile.AccountState
 	var err error
 	if st.Info, err = s.Account(ctx); err != nil {
@@ -388,6 +397,12 @@ func fetchState(ctx context.Context, s broker.Session) (reconcile.AccountState, 
 	}
 	if st.Positions, err = s.Positions(ctx); err != nil {
 		return st, err
+	}
+	if reuse {
+		if specs, ok := symbols.get(s); ok {
+			st.Symbols = specs
+			return st, nil
+		}
 	}
 	specs, err := s.Symbols(ctx)
 	if err != nil {
@@ -397,5 +412,6 @@ func fetchState(ctx context.Context, s broker.Session) (reconcile.AccountState, 
 	for _, sp := range specs {
 		st.Symbols[sp.Name] = sp
 	}
+	symbols.put(s, st.Symbols)
 	return st, nil
 }

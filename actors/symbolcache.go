@@ -1,0 +1,92 @@
+package actors
+
+import (
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/snapcopier/copier/broker"
+)
+
+// defaultSymbolsMaxAge is how long a periodic repair may reuse a session's symbol
+// specifications: many periods (10 s to a minute or so), so that most repairs ask the
+// trade server only for the account and its positions.
+const defaultSymbolsMaxAge = 10 * time.Minute
+
+// symbolCache keeps each session's symbol specifications for the Reconciler's periodic
+// repairs. A reconcile fetched the follower's and every master's specifications each time
+// (a list of every symbol the server has: hundreds on a real one), though they change
+// only when the broker reconfigures a symbol; in a 20,000-follower run those two lists were
+// the largest single cost of the nodes' bridge reads. A repair of any other cause (a
+// start, a gap, an unknown outcome, a failed order, ...) fetches them again and refreshes
+// the entry, so what a periodic repair reuses is never older than maxAge. An entry is
+// kept per session: a reconnected account has a new one and starts afresh. The specs map
+// is shared by every reconcile that reuses it, and nothing changes it after it is made.
+type symbolCache struct {
+	maxAge time.Duration
+	now    func() time.Time
+
+	mu      sync.Mutex
+	entries map[broker.Session]symbolEntry
+	swept   time.Time
+}
+
+type symbolEntry struct {
+	specs map[string]broker.SymbolSpec
+	at    time.Time
+}
+
+func newSymbolCache(maxAge time.Duration, now func() time.Time) *symbolCache {
+	if maxAge <= 0 {
+		maxAge = defaultSymbolsMaxAge
+	}
+	return &symbolCache{maxAge: maxAge, now: now, entries: map[broker.Session]symbolEntry{}}
+}
+
+// cacheable reports whether s can be a map key (every broker's session is a pointer;
+// a value type holding a map or slice would panic as one).
+func cacheable(s broker.Session) bool {
+	return s != nil && reflect.TypeOf(s).Comparable()
+}
+
+// get returns s's specifications if they were fetched less than maxAge ago.
+func (c *symbolCache) get(s broker.Session) (map[string]broker.SymbolSpec, bool) {
+	if c == nil || !cacheable(s) {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[s]
+	if !ok || c.now().Sub(e.at) >= c.maxAge {
+		return nil, false
+	}
+	return e.specs, true
+}
+
+// put records specs as s's, fetched now, and drops entries older than maxAge (sessions
+// that ended, or accounts that moved to another node) once per maxAge.
+func (c *symbolCache) put(s broker.Session, specs map[string]broker.SymbolSpec) {
+	if c == nil || !cacheable(s) {
+		return
+	}
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries[s] = symbolEntry{specs: specs, at: now}
+	if now.Sub(c.swept) < c.maxAge {
+		return
+	}
+	c.swept = now
+	for k, e := range c.entries {
+		if now.Sub(e.at) >= c.maxAge {
+			delete(c.entries, k)
+		}
+	}
+}
+
+// len is the number of entries (tests).
+func (c *symbolCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}

@@ -1,0 +1,92 @@
+package actors
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/reconcile"
+	"github.com/snapcopier/copier/reconcile/follower"
+)
+
+// countingSession counts the symbol lists asked of a session.
+type countingSession struct {
+	broker.Session
+	symbols *atomic.Int64
+}
+
+func (s countingSession) Symbols(ctx context.Context) ([]broker.SymbolSpec, error) {
+	s.symbols.Add(1)
+	return s.Session.Symbols(ctx)
+}
+
+// TestPeriodicRepairsReuseSymbolSpecs: a periodic repair takes the follower's and the
+// master's symbol specifications from the previous reconcile's reading while it is younger
+// than SymbolsMaxAge; a reconcile of any other cause reads them again (and refreshes what
+// later repairs reuse), and so does a periodic repair once the reading is as old as
+// SymbolsMaxAge. Each plan sees the specifications either way.
+func TestPeriodicRepairsReuseSymbolSpecs(t *testing.T) {
+	ctx := context.Background()
+	srv := sim.New(sim.Config{Seed: 1, AutoProvision: true, DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e5, Leverage: 100, Mode: broker.Hedging}})
+	var asked atomic.Int64
+	session := func(login string) *countingSession {
+		t.Helper()
+		s, err := srv.Connect(ctx, broker.Credentials{Login: login})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &countingSession{Session: s, symbols: &asked}
+	}
+	master, fol := session("m1"), session("f1")
+	now := time.Unix(1_800_000_000, 0)
+	cache := newSymbolCache(time.Minute, func() time.Time { return now })
+	link := reconcile.Link{ID: 5, Magic: 9, Settings: reconcile.DefaultSettings()}
+	reconcileOnce := func(cause follower.Cause) {
+		t.Helper()
+		req := reconcileRequest{accountID: 2, follower: fol, masters: map[int64]broker.Session{1: master},
+			ask: follower.Ask{Cause: cause, Masters: []int64{1}, Links: []follower.AskLink{{MasterID: 1, Link: link}}}}
+		resp := runReconcile(ctx, req, now, cache)
+		if resp.Err != nil {
+			t.Fatal(resp.Err)
+		}
+		if len(resp.Follower.Symbols) == 0 || len(resp.Masters[1].Symbols) == 0 {
+			t.Fatalf("%v reconcile: symbols of the follower %d, of the master %d", cause, len(resp.Follower.Symbols), len(resp.Masters[1].Symbols))
+		}
+	}
+	expect := func(what string, want int64) {
+		t.Helper()
+		if got := asked.Swap(0); got != want {
+			t.Fatalf("%s: %d symbol lists asked of the sessions, want %d", what, got, want)
+		}
+	}
+	reconcileOnce(follower.CauseStart)
+	expect("first reconcile", 2)
+	reconcileOnce(follower.CausePeriodic)
+	now = now.Add(59 * time.Second)
+	reconcileOnce(follower.CausePeriodic)
+	expect("periodic repairs within the age", 0)
+	for _, c := range []follower.Cause{follower.CauseGap, follower.CauseUnknown, follower.CauseOrderFailed, follower.CauseAgain, follower.CauseConfig} {
+		reconcileOnce(c)
+		expect(c.String()+" reconcile", 2)
+	}
+	now = now.Add(59 * time.Second) // 59 s after the last reading (the config reconcile's)
+	reconcileOnce(follower.CausePeriodic)
+	expect("a periodic repair 59 s after a reading", 0)
+	now = now.Add(time.Second)
+	reconcileOnce(follower.CausePeriodic)
+	expect("a periodic repair once the reading is SymbolsMaxAge old", 2)
+
+	// A reconnected account has a session of its own: nothing carries over.
+	fol = session("f1")
+	reconcileOnce(follower.CausePeriodic)
+	expect("a periodic repair on a new follower session", 1)
+	// Entries of sessions gone are dropped once they are SymbolsMaxAge old.
+	now = now.Add(2 * time.Minute)
+	cache.put(master, nil)
+	if n := cache.len(); n != 1 {
+		t.Fatalf("%d entries after the others aged out, want 1", n)
+	}
+}
