@@ -2,6 +2,8 @@ package actors
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/snapcopier/copier/broker"
@@ -36,16 +38,115 @@ func DecodeSnapshot(doc []byte) ([]SnapshotPosition, error) {
 	return out, err
 }
 
+// encodeSnapshot is json.Marshal of ps as SnapshotPositions, byte for byte
+// (TestEncodeSnapshotIsJSONMarshal), written by hand: the StatusWriter encodes every
+// changed account's positions at each flush, and json.Marshal's reflection was 3 % of a
+// node's CPU at 20,000 followers. A value it does not write the plain way (a string with
+// characters JSON escapes, a float past the plain range, a time outside years 0-9999)
+// sends the whole snapshot through json.Marshal.
 func encodeSnapshot(ps []broker.Position) []byte {
+	b := make([]byte, 0, 2+256*len(ps))
+	b = append(b, '[')
+	for i, p := range ps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendSnapshotPosition(b, p); !ok {
+			return marshalSnapshot(ps)
+		}
+	}
+	return append(b, ']')
+}
+
+// marshalSnapshot is encodeSnapshot by encoding/json.
+func marshalSnapshot(ps []broker.Position) []byte {
 	out := make([]SnapshotPosition, len(ps))
 	for i, p := range ps {
 		out[i] = NewSnapshotPosition(p)
 	}
 	doc, err := json.Marshal(out)
 	if err != nil {
-		return []byte("[]") // plain values: cannot fail
+		return []byte("[]") // a NaN or infinite price, a time json cannot write
 	}
 	return doc
+}
+
+// appendSnapshotPosition appends p's JSON object; false when a value needs encoding/json.
+func appendSnapshotPosition(b []byte, p broker.Position) ([]byte, bool) {
+	if !plainJSONString(p.Symbol) || !plainJSONString(p.Comment) {
+		return b, false
+	}
+	b = append(b, `{"ticket":`...)
+	b = strconv.AppendInt(b, p.Ticket, 10)
+	b = append(b, `,"symbol":"`...)
+	b = append(b, p.Symbol...)
+	b = append(b, `","side":"`...)
+	side := p.Side.String()
+	if !plainJSONString(side) {
+		return b, false
+	}
+	b = append(b, side...)
+	b = append(b, `","volume":`...)
+	b, ok := appendPlainFloat(b, p.Volume)
+	b = append(b, `,"open_price":`...)
+	b, ok2 := appendPlainFloat(b, p.OpenPrice)
+	b = append(b, `,"sl":`...)
+	b, ok3 := appendPlainFloat(b, p.SL)
+	b = append(b, `,"tp":`...)
+	b, ok4 := appendPlainFloat(b, p.TP)
+	if !ok || !ok2 || !ok3 || !ok4 {
+		return b, false
+	}
+	b = append(b, `,"magic":`...)
+	b = strconv.AppendInt(b, p.Magic, 10)
+	b = append(b, `,"comment":"`...)
+	b = append(b, p.Comment...)
+	b = append(b, `","open_time":"`...)
+	if b, ok = appendJSONTime(b, p.OpenTime); !ok {
+		return b, false
+	}
+	return append(b, `"}`...), true
+}
+
+// appendJSONTime appends t as time.Time's MarshalJSON writes it, without the quotes;
+// false where MarshalJSON fails (a year outside 0-9999, a zone offset of 24 hours or more,
+// or one with seconds).
+func appendJSONTime(b []byte, t time.Time) ([]byte, bool) {
+	n0 := len(b)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	if len(b)-n0 < len("2006-01-02T15:04:05Z") || b[n0+len("2006")] != '-' {
+		return b, false
+	}
+	if b[len(b)-1] != 'Z' {
+		c := b[len(b)-len("Z07:00")]
+		hour := 10*int(b[len(b)-len("07:00")]-'0') + int(b[len(b)-len("7:00")]-'0')
+		if '0' <= c && c <= '9' || hour >= 24 {
+			return b, false
+		}
+	}
+	return b, true
+}
+
+// plainJSONString reports whether encoding/json writes s as it is between its quotes:
+// printable ASCII without the characters it escapes (", \, and <, >, & for HTML).
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendPlainFloat appends f as encoding/json writes a float64 in the range it writes
+// without an exponent (0, or 1e-6 ≤ |f| < 1e21); false otherwise.
+func appendPlainFloat(b []byte, f float64) ([]byte, bool) {
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) || math.IsNaN(f) {
+		return b, false
+	}
+	return strconv.AppendFloat(b, f, 'f', -1, 64), true
 }
 
 // snapshotUpdate is a follower's positions snapshot for the StatusWriter: the
