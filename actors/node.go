@@ -53,6 +53,12 @@ type Config struct {
 	// their capacities, plus a 5 % slack); default 500; negative turns fair share off (the
 	// node claims up to its capacity and keeps what it holds).
 	MaxHandOffs int
+	// TicketHistory is how long a closed ticket-map row is kept (default 30 days): the
+	// node deletes older ones every PruneEvery (default 10 min), so the table holds the
+	// open copies and this much history instead of every copy ever made.
+	// KeepTicketHistory keeps them all.
+	TicketHistory time.Duration
+	PruneEvery    time.Duration
 }
 
 // Deps are what a node talks to. Pool and Broker are required.
@@ -128,6 +134,18 @@ func (c *Config) Validate() error {
 	if c.SymbolsMaxAge == 0 {
 		c.SymbolsMaxAge = defaultSymbolsMaxAge
 	}
+	if c.TicketHistory < 0 {
+		return fmt.Errorf("%w: ticket-history must be > 0, got %v", ErrConfig, c.TicketHistory)
+	}
+	if c.TicketHistory == 0 {
+		c.TicketHistory = defaultTicketHistory
+	}
+	if c.PruneEvery < 0 {
+		return fmt.Errorf("%w: prune-every must be > 0, got %v", ErrConfig, c.PruneEvery)
+	}
+	if c.PruneEvery == 0 {
+		c.PruneEvery = defaultPruneEvery
+	}
 	return nil
 }
 
@@ -187,6 +205,7 @@ type Node struct {
 	listening  atomic.Bool
 	stopListen context.CancelFunc
 	listenDone chan struct{}
+	pruner     *historyPruner // ended by Stop and Halt
 }
 
 // NodeEvent is a live update for consoles.
@@ -237,6 +256,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 		MaxHandOffs: cfg.MaxHandOffs,
 	})))
 	n.listen(cmp.Or(deps.LeasePool, deps.Pool))
+	n.pruner = startPruner(e, deps.Pool)
 	if cfg.Capacity == 0 {
 		log.Warn().Msg("capacity 0: this node claims no accounts")
 	}
@@ -431,6 +451,7 @@ func (n *Node) Flush(ctx context.Context) error {
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		n.endListen()
+		n.pruner.stop()
 		// One budget for the whole shutdown: the keeper splits it so the release always runs.
 		deadline := time.Now().Add(leasekeeper.DefaultShutdownTimeout)
 		if dl, ok := ctx.Deadline(); ok {
@@ -459,6 +480,7 @@ func (n *Node) Halt() {
 	n.stopOnce.Do(func() {
 		n.e.halted.Store(true)
 		defer n.endListen()
+		defer n.pruner.stop()
 		root := n.system.Root
 		// Every gate closes for good before Halt returns; a cycle in flight cannot reopen
 		// one. Then no more cycles: no renewal, no release.

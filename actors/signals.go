@@ -22,6 +22,9 @@ const (
 	// SignalStopOut: a protection stopped the follower out (Cause: the reason; Link: the
 	// link whose limits were breached, 0 for the follower's own).
 	SignalStopOut
+	// SignalPruned: the node's turn of the ticket history prune ended (Pruned rows
+	// deleted, Err); Account is 0.
+	SignalPruned
 )
 
 // String names the kind.
@@ -39,6 +42,8 @@ func (k SignalKind) String() string {
 		return "cycle"
 	case SignalStopOut:
 		return "stop_out"
+	case SignalPruned:
+		return "pruned"
 	}
 	return "unknown"
 }
@@ -55,12 +60,13 @@ type Signal struct {
 	Master        int64               // SignalFeedAttached
 	Restarted     bool                // SignalFeedAttached
 	Cause         string              // SignalReconcileStarted, SignalReconcileDone
-	Err           error               // SignalReconcileDone, SignalCycle
+	Err           error               // SignalReconcileDone, SignalCycle, SignalPruned
 	Idle          bool                // SignalReconcileDone
 	Claimed       int                 // SignalCycle
 	Owned         int                 // SignalCycle
 	Trigger       leasekeeper.Trigger // SignalCycle: why the cycle ran
 	Link          int64               // SignalStopOut
+	Pruned        int64               // SignalPruned: rows deleted
 }
 
 // signal reports s to the observer, if there is one.

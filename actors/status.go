@@ -200,6 +200,7 @@ type Metrics struct {
 	CyclesWoken        atomic.Int64 // cycles run for a release notification
 	CyclesAtLeaseEnd   atomic.Int64 // cycles run when the earliest foreign lease ended
 	HandOffs           atomic.Int64 // leases handed back to balance the platform
+	TicketRowsPruned   atomic.Int64 // closed ticket-map rows deleted past the history
 	latency            latencyHistogram
 	cycle              latencyHistogram
 	feedLatency        latencyHistogram // the latency split: see Quality

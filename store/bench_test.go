@@ -280,3 +280,56 @@ func BenchmarkFencedWrites(b *testing.B) {
 		b.ReportMetric(float64(server[i].Nanoseconds())/1000/float64(b.N*n), w.metric)
 	}
 }
+
+// BenchmarkPruneClosedTickets: the history prune's cost per deleted row in a table that
+// holds far more history than it deletes (200,000 rows closed within the history, 1,000
+// open), as a node's prune turn finds it: each round 5,000 rows closed long ago are added
+// and one PruneClosedTickets call deletes them. server-cpu-us/pruned-row is the backend's
+// CPU of the deleting statements alone.
+func BenchmarkPruneClosedTickets(b *testing.B) {
+	const kept, open, batch = 200_000, 1000, 5000
+	db := storetest.NewDB(b)
+	pool := db.NewPool(b, store.Options{MaxConns: 1})
+	ctx := context.Background()
+	exec := func(sql string, args ...any) {
+		if _, err := pool.Exec(ctx, sql, args...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	exec(`INSERT INTO trading_accounts (id, platform, role, login) VALUES (1, 'mt5', 'master', 'm'), (2, 'mt5', 'follower', 'f')`)
+	var link int64
+	if err := pool.QueryRow(ctx, `INSERT INTO copy_links (master_id, follower_id, magic) VALUES (1, 2, 7) RETURNING id`).Scan(&link); err != nil {
+		b.Fatal(err)
+	}
+	exec(`INSERT INTO copy_positions (follower_id, link_id, master_ticket, follower_ticket, volume, lease_epoch, closed_at)
+		SELECT 2, $1, g, g, 1, 1, CASE WHEN g <= $2 THEN now() - g * interval '1 second' END FROM generate_series(1, $3::bigint) g`,
+		link, kept, kept+open)
+	exec(`ANALYZE copy_positions`)
+	var backend int
+	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		b.Fatal(err)
+	}
+	next := int64(kept + open + 1)
+	var server time.Duration
+	var deleted int64
+	for b.Loop() {
+		exec(`INSERT INTO copy_positions (follower_id, link_id, master_ticket, follower_ticket, volume, lease_epoch, closed_at)
+			SELECT 2, $1, g, g, 1, 1, now() - interval '40 days' FROM generate_series($2::bigint, $2::bigint + $3 - 1) g`, link, next, batch)
+		next += batch
+		s0, err := cputime.Of(backend)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := store.PruneClosedTickets(ctx, pool, 30*24*time.Hour, batch)
+		if err != nil || n != batch {
+			b.Fatalf("prune: %d rows, %v", n, err)
+		}
+		s1, err := cputime.Of(backend)
+		if err != nil {
+			b.Fatal(err)
+		}
+		server += s1 - s0
+		deleted += n
+	}
+	b.ReportMetric(float64(server.Nanoseconds())/1000/float64(deleted), "server-cpu-us/pruned-row")
+}

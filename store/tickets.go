@@ -96,3 +96,27 @@ func upsertTicketsFenced(ctx context.Context, pool *pgxpool.Pool, node string, r
 	}
 	return FencedResult{Applied: applied, Refused: int64(n) - applied}, nil
 }
+
+// PruneClosedTickets deletes up to limit ticket-map rows that closed more than olderThan
+// ago by the database's clock, oldest first, and returns how many it deleted. Nothing that
+// copies reads a closed row (a follower loads its open rows only), so no fence is needed:
+// the rows are locked with SKIP LOCKED, so an owner's write of the same key (a re-opened
+// copy) never waits on a prune and two nodes pruning at once take different rows.
+func PruneClosedTickets(ctx context.Context, pool *pgxpool.Pool, olderThan time.Duration, limit int) (int64, error) {
+	if olderThan <= 0 || limit <= 0 {
+		return 0, fmt.Errorf("store: prune tickets: age %v and limit %d must be > 0", olderThan, limit)
+	}
+	tag, err := pool.Exec(ctx, `
+		DELETE FROM copy_positions
+		WHERE ctid = ANY(ARRAY(
+			SELECT ctid FROM copy_positions
+			WHERE closed_at IS NOT NULL AND closed_at < now() - make_interval(secs => $1)
+			ORDER BY closed_at
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED))
+		  AND closed_at IS NOT NULL`, olderThan.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("store: prune tickets: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

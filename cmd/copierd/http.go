@@ -298,6 +298,8 @@ func counterDefs() []counterDef {
 			series: one(func(m *actors.Metrics) int64 { return m.Lost.Load() })},
 		{name: "copier_lease_handoffs_total", help: "Leases handed back to balance the platform (the node held more than its fair share).",
 			series: one(func(m *actors.Metrics) int64 { return m.HandOffs.Load() })},
+		{name: "copier_ticket_rows_pruned_total", help: "Closed ticket-map rows deleted past --ticket-history.",
+			series: one(func(m *actors.Metrics) int64 { return m.TicketRowsPruned.Load() })},
 		{name: "copier_lease_wakeups_total", help: "Release notifications from other nodes of the platform.",
 			series: one(func(m *actors.Metrics) int64 { return m.Wakes.Load() })},
 		{name: "copier_lease_early_cycles_total", help: "Lease cycles run before their interval, by trigger.", label: "trigger", series: []counterSeries{

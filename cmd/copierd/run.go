@@ -66,7 +66,7 @@ type runFlags struct {
 	capacity                                     int
 	lease, fence, interval, clockSkew            time.Duration
 	reconcileEvery, orderTimeout, equityEvery    time.Duration
-	symbolsMaxAge                                time.Duration
+	symbolsMaxAge, ticketHistory                 time.Duration
 	shutdownTimeout                              time.Duration
 	httpAddr, logFormat, logLevel                string
 	httpAddrFile, traceCopies                    string
@@ -95,6 +95,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Minute, "reconcile every account this often to repair drift (negative: never)")
 	fs.DurationVar(&f.equityEvery, "equity-every", 5*time.Second, "read the equity of followers with a stop-out limit this often")
 	fs.DurationVar(&f.symbolsMaxAge, "symbols-max-age", 10*time.Minute, "a periodic repair reuses the symbol specifications read from an account's trade server up to this long; any other reconcile reads them again")
+	fs.DurationVar(&f.ticketHistory, "ticket-history", 30*24*time.Hour, "delete closed ticket-map rows (which follower position copied which master position) this long after they closed (0: keep them forever)")
 	fs.DurationVar(&f.orderTimeout, "order-timeout", 10*time.Second, "deadline of one broker call")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", leasekeeper.DefaultShutdownTimeout, "how long a clean shutdown may take (systemd's TimeoutStopSec and Kubernetes' terminationGracePeriodSeconds must exceed it)")
 	fs.IntVar(&f.maxHandOffs, "max-handoffs", 500, "most accounts handed back per lease cycle when this node holds more than its fair share of the platform (negative: no fair share; claim up to --capacity and keep it)")
@@ -190,6 +191,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := actors.Config{
 		NodeID: f.nodeID, Platform: f.platform, Capacity: f.capacity, Lease: timing,
 		ReconcileEvery: f.reconcileEvery, OrderTimeout: f.orderTimeout, NoListen: f.noListen, EquityEvery: f.equityEvery, SymbolsMaxAge: f.symbolsMaxAge, MaxHandOffs: f.maxHandOffs,
+		TicketHistory: f.ticketHistory,
+	}
+	if f.ticketHistory == 0 {
+		cfg.TicketHistory = actors.KeepTicketHistory
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageErr(err)

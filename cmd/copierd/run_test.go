@@ -191,6 +191,7 @@ func TestRunBadConfigExitsTwoWithOneLine(t *testing.T) {
 		{"zero fence", base("--fence", "0s"), nil, "fence must be positive"},
 		{"clock skew not inside the fence", base("--lease", "6s", "--fence", "2s", "--interval", "300ms", "--clock-skew", "2s"), nil, "fence (2s) must exceed clock skew (2s)"},
 		{"negative capacity", base("--capacity", "-1"), nil, "capacity must be ≥ 0"},
+		{"negative ticket history", base("--ticket-history", "-1h"), nil, "ticket-history must be > 0"},
 		{"bad node id", base("--node-id", "a b"), nil, `--node-id "a b"`},
 		{"bad log format", base("--log-format", "xml"), nil, `--log-format "xml": want json or console`},
 		{"bad log level", base("--log-level", "loud"), nil, `--log-level "loud"`},
@@ -268,7 +269,7 @@ func TestHelpDocumentsEveryCommandAndFlag(t *testing.T) {
 	}
 	flags := map[string][]string{
 		"run": {"database-url", "platform", "broker", "bridge-token", "node-id", "capacity", "lease", "fence", "interval",
-			"clock-skew", "http", "log-format", "log-level", "COPIER_BRIDGE_TOKEN", "fix-token", "COPIER_FIX_TOKEN"},
+			"clock-skew", "http", "log-format", "log-level", "COPIER_BRIDGE_TOKEN", "fix-token", "COPIER_FIX_TOKEN", "ticket-history"},
 		"sim": {"listen", "seed", "token", "requote-rate", "timeout-rate", "disconnect-rate", "drop-event-rate", "latency",
 			"enforce-tokens", "dedup", "fix", "fix-comp-id", "fix-dialect"},
 		"demo":        {"database-url", "nodes", "masters", "followers", "http", "duration"},
