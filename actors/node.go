@@ -122,29 +122,22 @@ func (c *Config) Validate() error {
 	if c.FlushEvery <= 0 {
 		c.FlushEvery = time.Second
 	}
-	if c.EquityEvery < 0 {
-		return fmt.Errorf("%w: equity-every must be > 0, got %v", ErrConfig, c.EquityEvery)
-	}
-	if c.EquityEvery == 0 {
-		c.EquityEvery = 5 * time.Second
-	}
-	if c.SymbolsMaxAge < 0 {
-		return fmt.Errorf("%w: symbols-max-age must be > 0, got %v", ErrConfig, c.SymbolsMaxAge)
-	}
-	if c.SymbolsMaxAge == 0 {
-		c.SymbolsMaxAge = defaultSymbolsMaxAge
-	}
-	if c.TicketHistory < 0 {
-		return fmt.Errorf("%w: ticket-history must be > 0, got %v", ErrConfig, c.TicketHistory)
-	}
-	if c.TicketHistory == 0 {
-		c.TicketHistory = defaultTicketHistory
-	}
-	if c.PruneEvery < 0 {
-		return fmt.Errorf("%w: prune-every must be > 0, got %v", ErrConfig, c.PruneEvery)
-	}
-	if c.PruneEvery == 0 {
-		c.PruneEvery = defaultPruneEvery
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"equity-every", &c.EquityEvery, 5 * time.Second},
+		{"symbols-max-age", &c.SymbolsMaxAge, defaultSymbolsMaxAge},
+		{"ticket-history", &c.TicketHistory, defaultTicketHistory},
+		{"prune-every", &c.PruneEvery, defaultPruneEvery},
+	} {
+		if *d.v < 0 {
+			return fmt.Errorf("%w: %s must be > 0, got %v", ErrConfig, d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
 	}
 	return nil
 }
