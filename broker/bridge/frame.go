@@ -94,6 +94,14 @@ var errFrameTooLarge = fmt.Errorf("bridge: frame exceeds %d bytes", MaxFrameSize
 // encodeFrame returns f as one complete frame: a 4-byte big-endian payload length, then
 // the JSON payload.
 func encodeFrame(f *outFrame) ([]byte, error) {
+	if b, ok := encodeFrameFast(f); ok {
+		return b, nil
+	}
+	return encodeFrameJSON(f)
+}
+
+// encodeFrameJSON is encodeFrame by encoding/json alone: what encodeFrameFast must write.
+func encodeFrameJSON(f *outFrame) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(256)
 	buf.Write([]byte{0, 0, 0, 0})
@@ -222,9 +230,12 @@ func (fr *frameReader) payload(n int) ([]byte, error) {
 
 // decodeFrame decodes one frame payload: a JSON object with a type, and ids in range.
 func decodeFrame(p []byte) (*inFrame, error) {
-	f := new(inFrame)
-	if err := json.Unmarshal(p, f); err != nil {
-		return nil, fmt.Errorf("bridge: malformed frame: %w", err)
+	f, ok := decodeFrameFast(p)
+	if !ok {
+		f = new(inFrame)
+		if err := json.Unmarshal(p, f); err != nil {
+			return nil, fmt.Errorf("bridge: malformed frame: %w", err)
+		}
 	}
 	if f.Type == "" {
 		return nil, fmt.Errorf("bridge: frame without a type")

@@ -1,0 +1,260 @@
+package bridge
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// sameAsUnmarshal fails t when decodeFrameFast takes p and decodes it otherwise than
+// json.Unmarshal does (or takes a payload json.Unmarshal refuses); it reports whether the
+// fast path took p.
+func sameAsUnmarshal(t *testing.T, p []byte) bool {
+	t.Helper()
+	got, ok := decodeFrameFast(p)
+	if !ok {
+		return false
+	}
+	var want inFrame
+	if err := json.Unmarshal(p, &want); err != nil {
+		t.Fatalf("fast path took %q, json.Unmarshal refuses it: %v", p, err)
+	}
+	if !reflect.DeepEqual(*got, want) {
+		t.Fatalf("%q:\nfast path %+v\nUnmarshal %+v", p, *got, want)
+	}
+	return true
+}
+
+// TestDecodeFrameFastIsUnmarshal compares the fast frame decoder with json.Unmarshal on
+// frames as encodeFrame writes them (random members and values, escapes, unicode, nested
+// params), on every one of them cut, with a byte changed, inserted or dropped, and on edge
+// cases; the fast path must take the plain frames, and whatever it takes it must decode
+// exactly as json.Unmarshal does.
+func TestDecodeFrameFastIsUnmarshal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 31))
+	plain, tookPlain, took := 0, 0, 0
+	for range 4000 {
+		f, isPlain := randomOutFrame(rng)
+		b, err := encodeFrame(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := b[4:]
+		if sameAsUnmarshal(t, p) {
+			took++
+			if isPlain {
+				tookPlain++
+			}
+		}
+		if isPlain {
+			plain++
+		}
+		for range 8 {
+			took += btoi(sameAsUnmarshal(t, mutate(rng, p)))
+		}
+	}
+	for _, p := range []string{
+		`{}`, ` { "type" : "ping" } `, `{"type":"ping"}x`, `{"type":"ping",}`, `{"type":"ping" "id":1}`,
+		`{"type":"a","type":"b"}`, `{"Type":"ping"}`, `{"TYPE":"ping","id":1}`, `{"type":null}`, `{"type":"p\u0069ng"}`,
+		`{"type":"x","id":-1}`, `{"type":"x","id":18446744073709551615}`, `{"type":"x","id":18446744073709551616}`,
+		`{"type":"x","id":1.0}`, `{"type":"x","id":1e3}`, `{"type":"x","id":01}`, `{"type":"x","id":"1"}`,
+		`{"type":"x","timeout_ms":-0}`, `{"type":"x","timeout_ms":-9223372036854775809}`, `{"type":"x","version":-5}`,
+		`{"type":"x","params":null}`, `{"type":"x","params":{}}`, `{"type":"x","params":[]}`, `{"type":"x","params":"\ud800"}`,
+		`{"type":"x","params":{"a":[1,-0.5e+7,true,false,null,"\"\\\/\b\f\n\r\t\u00e9"]}}`, `{"type":"x","params":01}`,
+		`{"type":"x","params":1.}`, `{"type":"x","params":-}`, `{"type":"x","params":"\x"}`, `{"type":"x","params":"a` + "\x01" + `"}`,
+		`{"type":"x","result":{"a":1,}}`, `{"type":"x","result":[1 2]}`, `{"type":"x","event":tru}`, `{"type":"x","unknown":1}`,
+		`{"type":"x","error":{"class":"permanent","code":1,"message":"m"}}`, `{"type":"x","error":null}`,
+		`{"type":"` + "\xff" + `"}`, `{"type":"é"}`, `[]`, `null`, `"x"`, ``, `{`, `{"type"`, `{"type":`, `{"type":"x"`,
+		`{"type":"x","params":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`,
+	} {
+		took += btoi(sameAsUnmarshal(t, []byte(p)))
+	}
+	if tookPlain != plain {
+		t.Fatalf("the fast path took %d of %d plain frames: it proves little", tookPlain, plain)
+	}
+	t.Logf("%d plain frames; the fast path took %d payloads in all", plain, took)
+}
+
+// FuzzDecodeFrameFast: on any payload the fast frame decoder either declines or decodes
+// exactly as json.Unmarshal does.
+func FuzzDecodeFrameFast(f *testing.F) {
+	f.Add([]byte(`{"type":"response","id":7,"result":{"ticket":12,"price":1.0851,"volume":0.01}}`))
+	f.Add([]byte(`{"type":"request","id":9,"method":"session.open","session":3,"timeout_ms":4000,"params":{"a":[1,{"b":"\u00e9"}]}}`))
+	f.Add([]byte(`{"type":"event","sub":2,"event":{"kind":"opened"}}`))
+	f.Add([]byte(`{"type":"hello","version":1,"token":"t","name":"n","max_inflight":64,"idle_timeout_ms":-1}`))
+	f.Fuzz(func(t *testing.T, p []byte) { sameAsUnmarshal(t, p) })
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// randomOutFrame is a frame with random members; plain reports whether it is of the form
+// the fast path takes (no error member, strings without escapes, valid UTF-8).
+func randomOutFrame(rng *rand.Rand) (f *outFrame, plain bool) {
+	plain = true
+	str := func() string {
+		switch rng.IntN(9) {
+		case 0:
+			plain = false
+			return `quote " backslash \ newline` + "\n"
+		case 1:
+			plain = false
+			return "<html> & " + string(rune(0x2028))
+		case 2:
+			return "é ünïcödé €"
+		case 3:
+			plain = false
+			return "bad \xff utf-8"
+		case 4:
+			return ""
+		case 5:
+			plain = false
+			return `say "hi" at c:\dir`
+		}
+		return fmt.Sprintf("s%d", rng.IntN(1000))
+	}
+	f = &outFrame{Type: []string{frameRequest, frameResponse, frameEvent, frameHello, framePing}[rng.IntN(5)]}
+	if f.Type == "" {
+		plain = false
+	}
+	if rng.IntN(2) == 0 {
+		f.ID = rng.Uint64N(MaxID + 1)
+	}
+	if rng.IntN(2) == 0 {
+		f.Method = str()
+	}
+	if rng.IntN(3) == 0 {
+		f.Session, f.Sub = rng.Uint64(), rng.Uint64N(100)
+	}
+	if rng.IntN(3) == 0 {
+		f.Timeout, f.IdleTimeout = rng.Int64()-rng.Int64(), -rng.Int64N(1000)
+	}
+	if rng.IntN(4) == 0 {
+		f.Version, f.MaxInflight, f.Token, f.Name = rng.IntN(5)-2, rng.IntN(1<<20), str(), str()
+	}
+	if rng.IntN(5) == 0 {
+		f.Reason = str()
+	}
+	if rng.IntN(10) == 0 {
+		f.Error, plain = &wireError{Class: classPermanent, Code: rng.IntN(100), Message: str()}, false
+	}
+	switch rng.IntN(4) {
+	case 0:
+		f.Params = randomJSON(rng, 0)
+	case 1:
+		f.Result = randomJSON(rng, 0)
+	case 2:
+		f.Event = randomJSON(rng, 0)
+	}
+	return f, plain
+}
+
+// randomJSON is a random JSON-encodable value (a nil one is omitted from the frame).
+func randomJSON(rng *rand.Rand, depth int) any {
+	switch n := rng.IntN(9); {
+	case n == 0 && depth < 4:
+		m := map[string]any{}
+		for i := range rng.IntN(4) {
+			m[fmt.Sprintf("k%d\"\\é", i)] = randomJSON(rng, depth+1)
+		}
+		return m
+	case n == 1 && depth < 4:
+		a := make([]any, rng.IntN(4))
+		for i := range a {
+			a[i] = randomJSON(rng, depth+1)
+		}
+		return a
+	case n == 2:
+		return rng.NormFloat64() * 1e6
+	case n == 3:
+		return rng.Int64() - rng.Int64()
+	case n == 4:
+		return "s \" \\ / \b \f \n \r \t \x01 é \xff " + string(rune(0x2028))
+	case n == 5:
+		return rng.IntN(2) == 0
+	case n == 6:
+		return 1e300 * float64(rng.IntN(3)-1)
+	}
+	return map[string]any{"ticket": rng.Int64N(1 << 40), "price": 1.08512, "volume": 0.01, "symbol": "EURUSD"}
+}
+
+// mutate returns p cut short, or with one byte changed, inserted or dropped.
+func mutate(rng *rand.Rand, p []byte) []byte {
+	q := append([]byte(nil), p...)
+	if len(q) == 0 {
+		return q
+	}
+	i := rng.IntN(len(q))
+	chars := []byte(`{}[]:,"\ -+.eE0123456789tfnul` + "\x00\xff\n")
+	switch rng.IntN(4) {
+	case 0:
+		return q[:i]
+	case 1:
+		q[i] = chars[rng.IntN(len(chars))]
+	case 2:
+		q = append(q[:i], append([]byte{chars[rng.IntN(len(chars))]}, q[i:]...)...)
+	default:
+		q = append(q[:i], q[i+1:]...)
+	}
+	return q
+}
+
+// TestEncodeFrameFastIsEncoder compares the fast frame encoder with encoding/json on
+// random frames: whatever it writes must be encodeFrameJSON's bytes, and it must write
+// every frame without an error member or an unusual string.
+func TestEncodeFrameFastIsEncoder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 5))
+	plain, took := 0, 0
+	check := func(f *outFrame, isPlain bool) {
+		t.Helper()
+		want, err := encodeFrameJSON(f)
+		got, ok := encodeFrameFast(f)
+		if isPlain {
+			plain++
+			if !ok {
+				t.Fatalf("the fast path declined a plain frame %+v", f)
+			}
+		}
+		if !ok {
+			return
+		}
+		took++
+		if err != nil {
+			t.Fatalf("fast path wrote %q, encoding/json refuses the frame: %v", got, err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("fast path:\n%q\nencoding/json:\n%q", got, want)
+		}
+	}
+	for range 4000 {
+		f, isPlain := randomOutFrame(rng)
+		check(f, isPlain && f.Error == nil && allPlainASCII(f))
+	}
+	var nilParams *wireError
+	check(&outFrame{Type: framePing}, true)
+	check(&outFrame{}, true)
+	check(&outFrame{Type: frameRequest, ID: MaxID, Params: nilParams}, true)
+	check(&outFrame{Type: frameRequest, Params: func() {}}, false)
+	check(&outFrame{Type: frameResponse, Result: map[string]any{"html": "<a & b>"}}, true)
+	check(&outFrame{Type: frameResponse, Timeout: -1 << 63, Version: -1, MaxInflight: 1 << 40}, true)
+	if took == 0 || plain == 0 {
+		t.Fatal("nothing compared")
+	}
+	t.Logf("%d plain frames; the fast path wrote %d", plain, took)
+}
+
+func allPlainASCII(f *outFrame) bool {
+	for _, s := range []string{f.Type, f.Method, f.Reason, f.Token, f.Name} {
+		if !plainASCII(s) {
+			return false
+		}
+	}
+	return true
+}
