@@ -7,6 +7,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/snapcopier/copier/broker"
 )
 
 // sameAsUnmarshal fails t when decodeFrameFast takes p and decodes it otherwise than
@@ -257,4 +262,51 @@ func allPlainASCII(f *outFrame) bool {
 		}
 	}
 	return true
+}
+
+// BenchmarkFrameCodec: one order's frames (the open request a node sends, the result the
+// server answers) encoded and decoded by the fast paths and by encoding/json alone.
+func BenchmarkFrameCodec(b *testing.B) {
+	open := toWireOpen(broker.OpenRequest{Order: broker.Order{RequestID: uuid.New(), Token: 42, Node: "node-1", Deadline: time.Now()},
+		Symbol: "EURUSD", Side: broker.Buy, Volume: 0.01, Magic: 77, Comment: "cp:4711"})
+	frames := []*outFrame{
+		{Type: frameRequest, ID: 123456, Method: methodOpen, Session: 17, Timeout: 5000, Params: &open},
+		{Type: frameResponse, ID: 123456, Result: toWireOrderResult(broker.OrderResult{Ticket: 100000123, Price: 1.08512, Volume: 0.01, ServerTime: time.Now()})},
+	}
+	for _, f := range frames {
+		p, err := encodeFrameJSON(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		payload := p[4:]
+		b.Run(f.Type+"/encode/fast", func(b *testing.B) {
+			for b.Loop() {
+				if _, ok := encodeFrameFast(f); !ok {
+					b.Fatal("declined")
+				}
+			}
+		})
+		b.Run(f.Type+"/encode/json", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := encodeFrameJSON(f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(f.Type+"/decode/fast", func(b *testing.B) {
+			for b.Loop() {
+				if _, ok := decodeFrameFast(payload); !ok {
+					b.Fatal("declined")
+				}
+			}
+		})
+		b.Run(f.Type+"/decode/json", func(b *testing.B) {
+			for b.Loop() {
+				var in inFrame
+				if err := json.Unmarshal(payload, &in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
