@@ -147,6 +147,9 @@ func (cc *clientConn) finish(cl *call, r callResult, result any) error {
 	if result == nil || len(r.f.Result) == 0 {
 		return nil
 	}
+	if w, ok := result.(*wireOrderResult); ok && decodeOrderResultFast(r.f.Result, w) {
+		return nil
+	}
 	if err := json.Unmarshal(r.f.Result, result); err != nil {
 		class := broker.ErrPermanent
 		if isOrderMethod(cl.method) {

@@ -20,42 +20,48 @@ import (
 func decodeFrameFast(p []byte) (f *inFrame, ok bool) {
 	d := fastDecoder{p: p}
 	f = new(inFrame)
-	d.space()
-	if !d.byte('{') {
+	if !d.object(frameMembers, func(m int) bool { return d.member(f, m) }) {
 		return nil, false
 	}
-	var seen uint32
+	return f, true
+}
+
+// object reads a whole payload that is one JSON object whose member names are all in
+// members, each at most once and without escapes; read reads the value of each.
+func (d *fastDecoder) object(members map[string]int, read func(member int) bool) bool {
+	d.space()
+	if !d.byte('{') {
+		return false
+	}
+	var seen uint64
 	d.space()
 	if d.byte('}') {
-		return f, d.end()
+		return d.end()
 	}
 	for {
 		d.space()
 		key, ok := d.plainString()
 		if !ok {
-			return nil, false
+			return false
 		}
-		m, ok := frameMembers[string(key)]
+		m, ok := members[string(key)]
 		if !ok || seen&(1<<m) != 0 {
-			return nil, false
+			return false
 		}
 		seen |= 1 << m
 		d.space()
 		if !d.byte(':') {
-			return nil, false
+			return false
 		}
 		d.space()
-		if !d.member(f, m) {
-			return nil, false
+		if !read(m) {
+			return false
 		}
 		d.space()
 		if d.byte(',') {
 			continue
 		}
-		if !d.byte('}') {
-			return nil, false
-		}
-		return f, d.end()
+		return d.byte('}') && d.end()
 	}
 }
 
@@ -485,4 +491,49 @@ func valueMember(buf *bytes.Buffer, name string, v any) bool {
 	}
 	buf.Truncate(buf.Len() - 1) // Encode appends a newline
 	return true
+}
+
+// decodeOrderResultFast decodes an order's result (the client reads one per order) as
+// json.Unmarshal would, for the plain form the bridge server writes: the four members,
+// plain numbers, the server time as a plain string (parsed by time.Time's own
+// UnmarshalJSON, as encoding/json does); false for anything else, and w is then to be
+// decoded by json.Unmarshal (TestDecodeOrderResultFastIsUnmarshal).
+func decodeOrderResultFast(p []byte, w *wireOrderResult) bool {
+	d := fastDecoder{p: p}
+	r := *w // members the payload lacks keep their values, as with json.Unmarshal
+	ok := d.object(orderResultMembers, func(m int) bool {
+		switch m {
+		case 0:
+			n, ok := d.integer(true, 64)
+			r.Ticket = int64(n)
+			return ok
+		case 1:
+			return d.float(&r.Price)
+		case 2:
+			return d.float(&r.Volume)
+		default:
+			start := d.i
+			if _, ok := d.plainString(); !ok {
+				return false
+			}
+			return r.ServerTime.UnmarshalJSON(d.p[start:d.i]) == nil
+		}
+	})
+	if ok {
+		*w = r
+	}
+	return ok
+}
+
+var orderResultMembers = map[string]int{"ticket": 0, "price": 1, "volume": 2, "server_time": 3}
+
+// float reads a number in JSON's grammar that strconv.ParseFloat takes as a float64.
+func (d *fastDecoder) float(v *float64) bool {
+	start := d.i
+	if !d.number() {
+		return false
+	}
+	f, err := strconv.ParseFloat(string(d.p[start:d.i]), 64)
+	*v = f
+	return err == nil
 }

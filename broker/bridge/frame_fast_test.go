@@ -265,7 +265,8 @@ func allPlainASCII(f *outFrame) bool {
 }
 
 // BenchmarkFrameCodec: one order's frames (the open request a node sends, the result the
-// server answers) encoded and decoded by the fast paths and by encoding/json alone.
+// server answers) encoded and decoded by the fast paths and by encoding/json alone, and
+// the result inside the response decoded.
 func BenchmarkFrameCodec(b *testing.B) {
 	open := toWireOpen(broker.OpenRequest{Order: broker.Order{RequestID: uuid.New(), Token: 42, Node: "node-1", Deadline: time.Now()},
 		Symbol: "EURUSD", Side: broker.Buy, Volume: 0.01, Magic: 77, Comment: "cp:4711"})
@@ -300,6 +301,28 @@ func BenchmarkFrameCodec(b *testing.B) {
 				}
 			}
 		})
+		if w, ok := f.Result.(wireOrderResult); ok {
+			raw, err := json.Marshal(w)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run("result/decode/fast", func(b *testing.B) {
+				for b.Loop() {
+					var r wireOrderResult
+					if !decodeOrderResultFast(raw, &r) {
+						b.Fatal("declined")
+					}
+				}
+			})
+			b.Run("result/decode/json", func(b *testing.B) {
+				for b.Loop() {
+					var r wireOrderResult
+					if err := json.Unmarshal(raw, &r); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 		b.Run(f.Type+"/decode/json", func(b *testing.B) {
 			for b.Loop() {
 				var in inFrame
@@ -309,4 +332,86 @@ func BenchmarkFrameCodec(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestDecodeOrderResultFastIsUnmarshal compares the fast order-result decoder with
+// json.Unmarshal on results as the server writes them (random tickets, prices, volumes
+// and times in several zones), on each of them mutated, and on edge cases, starting from
+// a zero and from a filled value.
+func TestDecodeOrderResultFastIsUnmarshal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	filled := wireOrderResult{Ticket: 9, Price: 9, Volume: 9, ServerTime: time.Unix(9, 0)}
+	took, plain := 0, 0
+	check := func(p []byte) bool {
+		t.Helper()
+		taken := false
+		for _, start := range []wireOrderResult{{}, filled} {
+			got, want := start, start
+			if !decodeOrderResultFast(p, &got) {
+				if got != start {
+					t.Fatalf("%q: a declined payload changed the value", p)
+				}
+				continue
+			}
+			taken = true
+			if err := json.Unmarshal(p, &want); err != nil {
+				t.Fatalf("fast path took %q, json.Unmarshal refuses it: %v", p, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q:\nfast path %+v\nUnmarshal %+v", p, got, want)
+			}
+		}
+		return taken
+	}
+	zones := []*time.Location{time.UTC, time.FixedZone("", 3*3600), time.FixedZone("x", -5*3600-1800)}
+	for range 3000 {
+		r := wireOrderResult{Ticket: rng.Int64() - rng.Int64(), Price: rng.Float64() * 100, Volume: float64(rng.IntN(1000)) / 100,
+			ServerTime: time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).In(zones[rng.IntN(len(zones))])}
+		if rng.IntN(5) == 0 {
+			r.Price = rng.NormFloat64() * 1e-9
+		}
+		p, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain++
+		if !check(p) {
+			t.Fatalf("the fast path declined %s", p)
+		}
+		took++
+		for range 8 {
+			took += btoi(check(mutate(rng, p)))
+		}
+	}
+	for _, p := range []string{`{}`, `{"ticket":1}`, `{"ticket":1,"ticket":2}`, `{"Ticket":1}`, `{"ticket":1.5}`, `{"ticket":"1"}`,
+		`{"price":1e400}`, `{"price":-0}`, `{"price":1E-3}`, `{"price":.5}`, `{"price":null}`, `{"server_time":null}`,
+		`{"server_time":"2026-12-07T14:00:00Z"}`, `{"server_time":"2026-12-07T14:00:00.123456789+03:00"}`,
+		`{"server_time":"2026-12-07 14:00:00Z"}`, `{"server_time":"2026-12-07T14:00:00\u005a"}`, `{"server_time":""}`,
+		`{"volume":0.01,"x":1}`, `{"volume":0.01} `, `{"volume":0.01}}`, `[]`, ``} {
+		took += btoi(check([]byte(p)))
+	}
+	t.Logf("%d results as the server writes them; the fast path took %d payloads in all", plain, took)
+}
+
+// FuzzDecodeOrderResultFast: on any payload the fast order-result decoder either declines
+// (leaving the value as it was) or decodes exactly as json.Unmarshal does.
+func FuzzDecodeOrderResultFast(f *testing.F) {
+	f.Add([]byte(`{"ticket":100000123,"price":1.08512,"volume":0.01,"server_time":"2026-12-07T14:00:00.123456789Z"}`))
+	f.Add([]byte(`{"ticket":-1,"price":-0.5e-7,"server_time":"2026-12-07T14:00:00+03:00"}`))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		start := wireOrderResult{Ticket: 9, Price: 9, Volume: 9}
+		got, want := start, start
+		if !decodeOrderResultFast(p, &got) {
+			if got != start {
+				t.Fatalf("%q: a declined payload changed the value", p)
+			}
+			return
+		}
+		if err := json.Unmarshal(p, &want); err != nil {
+			t.Fatalf("fast path took %q, json.Unmarshal refuses it: %v", p, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\nfast path %+v\nUnmarshal %+v", p, got, want)
+		}
+	})
 }
