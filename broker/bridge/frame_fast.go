@@ -126,74 +126,76 @@ func (d *fastDecoder) end() bool {
 
 func (d *fastDecoder) member(f *inFrame, m int) bool {
 	switch m {
-	case memberType, memberMethod, memberReason, memberToken, memberName:
-		s, ok := d.plainString()
-		if !ok || !utf8.Valid(s) {
-			return false
-		}
-		v := string(s)
-		switch m {
-		case memberType:
-			f.Type = v
-		case memberMethod:
-			f.Method = v
-		case memberReason:
-			f.Reason = v
-		case memberToken:
-			f.Token = v
-		case memberName:
-			f.Name = v
-		}
-	case memberID, memberSession, memberSub:
-		n, ok := d.integer(false, 64)
-		if !ok {
-			return false
-		}
-		switch m {
-		case memberID:
-			f.ID = uint64(n)
-		case memberSession:
-			f.Session = uint64(n)
-		case memberSub:
-			f.Sub = uint64(n)
-		}
-	case memberTimeout, memberIdleTimeout:
-		n, ok := d.integer(true, 64)
-		if !ok {
-			return false
-		}
-		if m == memberTimeout {
-			f.Timeout = int64(n)
-		} else {
-			f.IdleTimeout = int64(n)
-		}
-	case memberVersion, memberMaxInflight:
-		n, ok := d.integer(true, strconv.IntSize)
-		if !ok {
-			return false
-		}
-		if m == memberVersion {
-			f.Version = int(n)
-		} else {
-			f.MaxInflight = int(n)
-		}
-	case memberParams, memberResult, memberEvent:
-		start := d.i
-		if d.i < len(d.p) && d.p[d.i] == 'n' || !d.value(0) {
-			return false // null: encoding/json's RawMessage rules decide
-		}
-		raw := json.RawMessage(append([]byte(nil), d.p[start:d.i]...))
-		switch m {
-		case memberParams:
-			f.Params = raw
-		case memberResult:
-			f.Result = raw
-		case memberEvent:
-			f.Event = raw
-		}
-	default:
+	case memberType:
+		return d.text(&f.Type)
+	case memberMethod:
+		return d.text(&f.Method)
+	case memberReason:
+		return d.text(&f.Reason)
+	case memberToken:
+		return d.text(&f.Token)
+	case memberName:
+		return d.text(&f.Name)
+	case memberID:
+		return d.unsigned(&f.ID)
+	case memberSession:
+		return d.unsigned(&f.Session)
+	case memberSub:
+		return d.unsigned(&f.Sub)
+	case memberTimeout:
+		return d.signed(&f.Timeout)
+	case memberIdleTimeout:
+		return d.signed(&f.IdleTimeout)
+	case memberVersion:
+		return d.signedInt(&f.Version)
+	case memberMaxInflight:
+		return d.signedInt(&f.MaxInflight)
+	case memberParams:
+		return d.raw(&f.Params)
+	case memberResult:
+		return d.raw(&f.Result)
+	case memberEvent:
+		return d.raw(&f.Event)
+	}
+	return false
+}
+
+// text reads a plain string that is valid UTF-8 (encoding/json replaces invalid bytes).
+func (d *fastDecoder) text(v *string) bool {
+	s, ok := d.plainString()
+	if !ok || !utf8.Valid(s) {
 		return false
 	}
+	*v = string(s)
+	return true
+}
+
+func (d *fastDecoder) unsigned(v *uint64) bool {
+	n, ok := d.integer(false, 64)
+	*v = n
+	return ok
+}
+
+func (d *fastDecoder) signed(v *int64) bool {
+	n, ok := d.integer(true, 64)
+	*v = int64(n)
+	return ok
+}
+
+func (d *fastDecoder) signedInt(v *int) bool {
+	n, ok := d.integer(true, strconv.IntSize)
+	*v = int(n)
+	return ok
+}
+
+// raw reads any JSON value but null (encoding/json's RawMessage rules decide that) and
+// keeps a copy: the payload's buffer is the frame reader's.
+func (d *fastDecoder) raw(v *json.RawMessage) bool {
+	start := d.i
+	if d.i < len(d.p) && d.p[d.i] == 'n' || !d.value(0) {
+		return false
+	}
+	*v = append(json.RawMessage(nil), d.p[start:d.i]...)
 	return true
 }
 
@@ -260,12 +262,7 @@ func (d *fastDecoder) value(depth int) bool {
 	switch c := d.p[d.i]; {
 	case c == '{':
 		d.i++
-		d.space()
-		if d.byte('}') {
-			return true
-		}
-		for {
-			d.space()
+		return d.items('}', func() bool {
 			if !d.str() {
 				return false
 			}
@@ -274,32 +271,11 @@ func (d *fastDecoder) value(depth int) bool {
 				return false
 			}
 			d.space()
-			if !d.value(depth + 1) {
-				return false
-			}
-			d.space()
-			if d.byte(',') {
-				continue
-			}
-			return d.byte('}')
-		}
+			return d.value(depth + 1)
+		})
 	case c == '[':
 		d.i++
-		d.space()
-		if d.byte(']') {
-			return true
-		}
-		for {
-			d.space()
-			if !d.value(depth + 1) {
-				return false
-			}
-			d.space()
-			if d.byte(',') {
-				continue
-			}
-			return d.byte(']')
-		}
+		return d.items(']', func() bool { return d.value(depth + 1) })
 	case c == '"':
 		return d.str()
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -312,6 +288,26 @@ func (d *fastDecoder) value(depth int) bool {
 		return d.literal("null")
 	}
 	return false
+}
+
+// items skips the items of an object or array up to closer, each read by item, with
+// commas between them.
+func (d *fastDecoder) items(closer byte, item func() bool) bool {
+	d.space()
+	if d.byte(closer) {
+		return true
+	}
+	for {
+		d.space()
+		if !item() {
+			return false
+		}
+		d.space()
+		if d.byte(',') {
+			continue
+		}
+		return d.byte(closer)
+	}
 }
 
 // str skips a string: escapes as JSON defines them, no control characters (other bytes,
@@ -504,9 +500,7 @@ func decodeOrderResultFast(p []byte, w *wireOrderResult) bool {
 	ok := d.object(orderResultMembers, func(m int) bool {
 		switch m {
 		case 0:
-			n, ok := d.integer(true, 64)
-			r.Ticket = int64(n)
-			return ok
+			return d.signed(&r.Ticket)
 		case 1:
 			return d.float(&r.Price)
 		case 2:
