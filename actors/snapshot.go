@@ -2,11 +2,11 @@ package actors
 
 import (
 	"encoding/json"
-	"math"
 	"strconv"
 	"time"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/internal/jsonplain"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -74,7 +74,7 @@ func marshalSnapshot(ps []broker.Position) []byte {
 
 // appendSnapshotPosition appends p's JSON object; false when a value needs encoding/json.
 func appendSnapshotPosition(b []byte, p broker.Position) ([]byte, bool) {
-	if !plainJSONString(p.Symbol) || !plainJSONString(p.Comment) {
+	if !jsonplain.String(p.Symbol, true) || !jsonplain.String(p.Comment, true) {
 		return b, false
 	}
 	b = append(b, `{"ticket":`...)
@@ -83,18 +83,18 @@ func appendSnapshotPosition(b []byte, p broker.Position) ([]byte, bool) {
 	b = append(b, p.Symbol...)
 	b = append(b, `","side":"`...)
 	side := p.Side.String()
-	if !plainJSONString(side) {
+	if !jsonplain.String(side, true) {
 		return b, false
 	}
 	b = append(b, side...)
 	b = append(b, `","volume":`...)
-	b, ok := appendPlainFloat(b, p.Volume)
+	b, ok := jsonplain.AppendFloat(b, p.Volume)
 	b = append(b, `,"open_price":`...)
-	b, ok2 := appendPlainFloat(b, p.OpenPrice)
+	b, ok2 := jsonplain.AppendFloat(b, p.OpenPrice)
 	b = append(b, `,"sl":`...)
-	b, ok3 := appendPlainFloat(b, p.SL)
+	b, ok3 := jsonplain.AppendFloat(b, p.SL)
 	b = append(b, `,"tp":`...)
-	b, ok4 := appendPlainFloat(b, p.TP)
+	b, ok4 := jsonplain.AppendFloat(b, p.TP)
 	if !ok || !ok2 || !ok3 || !ok4 {
 		return b, false
 	}
@@ -103,50 +103,10 @@ func appendSnapshotPosition(b []byte, p broker.Position) ([]byte, bool) {
 	b = append(b, `,"comment":"`...)
 	b = append(b, p.Comment...)
 	b = append(b, `","open_time":"`...)
-	if b, ok = appendJSONTime(b, p.OpenTime); !ok {
+	if b, ok = jsonplain.AppendTime(b, p.OpenTime); !ok {
 		return b, false
 	}
 	return append(b, `"}`...), true
-}
-
-// appendJSONTime appends t as time.Time's MarshalJSON writes it, without the quotes;
-// false where MarshalJSON fails (a year outside 0-9999, a zone offset of 24 hours or more,
-// or one with seconds).
-func appendJSONTime(b []byte, t time.Time) ([]byte, bool) {
-	n0 := len(b)
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	if len(b)-n0 < len("2006-01-02T15:04:05Z") || b[n0+len("2006")] != '-' {
-		return b, false
-	}
-	if b[len(b)-1] != 'Z' {
-		c := b[len(b)-len("Z07:00")]
-		hour := 10*int(b[len(b)-len("07:00")]-'0') + int(b[len(b)-len("7:00")]-'0')
-		if '0' <= c && c <= '9' || hour >= 24 {
-			return b, false
-		}
-	}
-	return b, true
-}
-
-// plainJSONString reports whether encoding/json writes s as it is between its quotes:
-// printable ASCII without the characters it escapes (", \, and <, >, & for HTML).
-func plainJSONString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
-}
-
-// appendPlainFloat appends f as encoding/json writes a float64 in the range it writes
-// without an exponent (0, or 1e-6 ≤ |f| < 1e21); false otherwise.
-func appendPlainFloat(b []byte, f float64) ([]byte, bool) {
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) || math.IsNaN(f) {
-		return b, false
-	}
-	return strconv.AppendFloat(b, f, 'f', -1, 64), true
 }
 
 // snapshotUpdate is a follower's positions snapshot for the StatusWriter: the
