@@ -404,7 +404,7 @@ func encodeFrameFast(f *outFrame) (b []byte, ok bool) {
 	if f.Error != nil || !plainASCII(f.Type) || !plainASCII(f.Method) || !plainASCII(f.Reason) || !plainASCII(f.Token) || !plainASCII(f.Name) {
 		return nil, false
 	}
-	buf := bytes.NewBuffer(make([]byte, 4, 256))
+	buf := bytes.NewBuffer(make([]byte, 4, 512)) // an order request is about 300 bytes
 	buf.WriteString(`{"type":"`)
 	buf.WriteString(f.Type)
 	buf.WriteByte('"')
@@ -480,6 +480,10 @@ func valueMember(buf *bytes.Buffer, name string, v any) bool {
 		return true
 	}
 	writeMemberName(buf, name)
+	if b, ok := appendOrderValue(buf.AvailableBuffer(), v); ok {
+		buf.Write(b)
+		return true
+	}
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if enc.Encode(v) != nil {

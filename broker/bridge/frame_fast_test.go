@@ -266,12 +266,12 @@ func allPlainASCII(f *outFrame) bool {
 
 // BenchmarkFrameCodec: one order's frames (the open request a node sends, the result the
 // server answers) encoded and decoded by the fast paths and by encoding/json alone, and
-// the result inside the response decoded.
+// the params and the result inside them decoded.
 func BenchmarkFrameCodec(b *testing.B) {
 	open := toWireOpen(broker.OpenRequest{Order: broker.Order{RequestID: uuid.New(), Token: 42, Node: "node-1", Deadline: time.Now()},
 		Symbol: "EURUSD", Side: broker.Buy, Volume: 0.01, Magic: 77, Comment: "cp:4711"})
 	frames := []*outFrame{
-		{Type: frameRequest, ID: 123456, Method: methodOpen, Session: 17, Timeout: 5000, Params: &open},
+		{Type: frameRequest, ID: 123456, Method: methodOpen, Session: 17, Timeout: 5000, Params: open}, // a value, as the client sends it
 		{Type: frameResponse, ID: 123456, Result: toWireOrderResult(broker.OrderResult{Ticket: 100000123, Price: 1.08512, Volume: 0.01, ServerTime: time.Now()})},
 	}
 	for _, f := range frames {
@@ -301,6 +301,25 @@ func BenchmarkFrameCodec(b *testing.B) {
 				}
 			}
 		})
+		if w, ok := f.Params.(wireOpen); ok {
+			raw := encodeJSON(b, w)
+			b.Run("params/decode/fast", func(b *testing.B) {
+				for b.Loop() {
+					var r wireOpen
+					if !decodeOrderParamsFast(raw, &r) {
+						b.Fatal("declined")
+					}
+				}
+			})
+			b.Run("params/decode/json", func(b *testing.B) {
+				for b.Loop() {
+					var r wireOpen
+					if err := json.Unmarshal(raw, &r); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 		if w, ok := f.Result.(wireOrderResult); ok {
 			raw, err := json.Marshal(w)
 			if err != nil {

@@ -93,6 +93,9 @@ func decodeParams(f *inFrame, v any) error {
 	if len(f.Params) == 0 {
 		return broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "bridge: %s without params", f.Method)
 	}
+	if decodeOrderParamsFast(f.Params, v) {
+		return nil
+	}
 	if err := json.Unmarshal(f.Params, v); err != nil {
 		return broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "bridge: %s: bad params: %v", f.Method, err)
 	}
