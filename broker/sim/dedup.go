@@ -10,8 +10,14 @@ import (
 type outcome struct {
 	result broker.OrderResult
 	pos    broker.Position // the position after the order (its last state when closed)
-	events []broker.Event  // Kind and Position set; publishing stamps the rest
+	// ev[:nev] are its events, Kind and Position set (publishing stamps the rest): in the
+	// outcome itself, not a slice of their own, so that an order allocates none.
+	ev  [2]broker.Event
+	nev int
 }
+
+// events returns the outcome's events.
+func (o *outcome) events() []broker.Event { return o.ev[:o.nev] }
 
 // firstAnswer is a remembered answer to a request id.
 type firstAnswer struct {

@@ -79,7 +79,7 @@ func (s *Server) processLocked(a *account, now time.Time, f broker.Faults, ord b
 		a.dedup.put(ord.RequestID, firstAnswer{result: out.result, err: err})
 	}
 	s.logOutcome(e, out, err)
-	s.publishLocked(a, now, f, out.events)
+	s.publishLocked(a, now, f, out.events())
 	return out.result, err
 }
 
@@ -107,7 +107,7 @@ func (s *Server) masterOrder(ctx context.Context, login string, e broker.OrderLo
 	if chance(a.rng, f.DisconnectRate) {
 		s.dropFeedsLocked(a)
 	}
-	s.publishLocked(a, now, f, out.events)
+	s.publishLocked(a, now, f, out.events())
 	return out, err
 }
 

@@ -66,7 +66,7 @@ func (s *Server) openLocked(a *account, now time.Time, o openOrder) (outcome, er
 	return outcome{
 		result: broker.OrderResult{Ticket: p.Ticket, Price: price, Volume: vol, ServerTime: now},
 		pos:    p.Position,
-		events: []broker.Event{{Kind: broker.Opened, Position: p.Position}},
+		ev:     [2]broker.Event{{Kind: broker.Opened, Position: p.Position}}, nev: 1,
 	}, nil
 }
 
@@ -111,18 +111,18 @@ func (s *Server) netLocked(a *account, now time.Time, p *position, o openOrder, 
 		if tp != 0 {
 			p.TP = tp
 		}
-		return outcome{result: result, pos: p.Position, events: []broker.Event{{Kind: broker.Modified, Position: p.Position}}}, nil
+		return outcome{result: result, pos: p.Position, ev: [2]broker.Event{{Kind: broker.Modified, Position: p.Position}}, nev: 1}, nil
 
 	case sameLots(vol, p.Volume, step):
 		s.realiseLocked(a, p, p.Volume, price, now)
 		a.removeLocked(p)
-		return outcome{result: result, pos: p.Position, events: []broker.Event{{Kind: broker.Closed, Position: p.Position}}}, nil
+		return outcome{result: result, pos: p.Position, ev: [2]broker.Event{{Kind: broker.Closed, Position: p.Position}}, nev: 1}, nil
 
 	case vol < p.Volume:
 		s.realiseLocked(a, p, vol, price, now)
 		p.Volume = normLots(p.Volume-vol, step)
 		s.partialCommentLocked(p)
-		return outcome{result: result, pos: p.Position, events: []broker.Event{{Kind: broker.PartiallyClosed, Position: p.Position}}}, nil
+		return outcome{result: result, pos: p.Position, ev: [2]broker.Event{{Kind: broker.PartiallyClosed, Position: p.Position}}, nev: 1}, nil
 	}
 
 	rest := normLots(vol-p.Volume, step)
@@ -137,7 +137,7 @@ func (s *Server) netLocked(a *account, now time.Time, p *position, o openOrder, 
 	return outcome{
 		result: result,
 		pos:    q.Position,
-		events: []broker.Event{{Kind: broker.Closed, Position: p.Position}, {Kind: broker.Opened, Position: q.Position}},
+		ev:     [2]broker.Event{{Kind: broker.Closed, Position: p.Position}, {Kind: broker.Opened, Position: q.Position}}, nev: 2,
 	}, nil
 }
 
@@ -170,11 +170,11 @@ func (s *Server) closeLocked(a *account, now time.Time, ticket int64, volume flo
 	result := broker.OrderResult{Ticket: ticket, Price: price, Volume: vol, ServerTime: now}
 	if sameLots(vol, p.Volume, c.LotStep) {
 		a.removeLocked(p)
-		return outcome{result: result, pos: p.Position, events: []broker.Event{{Kind: broker.Closed, Position: p.Position}}}, nil
+		return outcome{result: result, pos: p.Position, ev: [2]broker.Event{{Kind: broker.Closed, Position: p.Position}}, nev: 1}, nil
 	}
 	p.Volume = normLots(p.Volume-vol, c.LotStep)
 	s.partialCommentLocked(p)
-	return outcome{result: result, pos: p.Position, events: []broker.Event{{Kind: broker.PartiallyClosed, Position: p.Position}}}, nil
+	return outcome{result: result, pos: p.Position, ev: [2]broker.Event{{Kind: broker.PartiallyClosed, Position: p.Position}}, nev: 1}, nil
 }
 
 // partialCommentLocked rewrites the comment of a partly closed position when configured.
@@ -203,5 +203,5 @@ func (s *Server) modifyLocked(a *account, now time.Time, ticket int64, sl, tp fl
 		return outcome{result: result, pos: p.Position}, nil
 	}
 	p.SL, p.TP = sl, tp
-	return outcome{result: result, pos: p.Position, events: []broker.Event{{Kind: broker.Modified, Position: p.Position}}}, nil
+	return outcome{result: result, pos: p.Position, ev: [2]broker.Event{{Kind: broker.Modified, Position: p.Position}}, nev: 1}, nil
 }
