@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/snapcopier/copier/internal/jsonplain"
 )
 
 // decodeFrameFast decodes the frames peers actually send without encoding/json's
@@ -401,7 +403,7 @@ func (d *fastDecoder) literal(s string) bool {
 // is not plain printable ASCII without quotes or backslashes, and one whose value fails
 // to encode, for encodeFrameJSON to write or refuse.
 func encodeFrameFast(f *outFrame) (b []byte, ok bool) {
-	if f.Error != nil || !plainASCII(f.Type) || !plainASCII(f.Method) || !plainASCII(f.Reason) || !plainASCII(f.Token) || !plainASCII(f.Name) {
+	if f.Error != nil || !plainString(f.Type) || !plainString(f.Method) || !plainString(f.Reason) || !plainString(f.Token) || !plainString(f.Name) {
 		return nil, false
 	}
 	buf := bytes.NewBuffer(make([]byte, 4, 512)) // an order request is about 300 bytes
@@ -432,15 +434,8 @@ func encodeFrameFast(f *outFrame) (b []byte, ok bool) {
 	return b, true
 }
 
-// plainASCII reports whether encoding/json writes s as it is, between quotes.
-func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
+// plainString reports whether the frame's encoder (no HTML escaping) writes s as it is.
+func plainString(s string) bool { return jsonplain.String(s, false) }
 
 // The members below are omitted when empty, as their omitempty tags say.
 

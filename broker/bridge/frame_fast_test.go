@@ -257,7 +257,7 @@ func TestEncodeFrameFastIsEncoder(t *testing.T) {
 
 func allPlainASCII(f *outFrame) bool {
 	for _, s := range []string{f.Type, f.Method, f.Reason, f.Token, f.Name} {
-		if !plainASCII(s) {
+		if !plainString(s) {
 			return false
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"encoding/hex"
 	"strconv"
 
-	"github.com/google/uuid"
-
 	"github.com/snapcopier/copier/internal/jsonplain"
 )
 
@@ -74,7 +72,7 @@ func appendInt(b []byte, member string, v int64) []byte {
 
 func appendString(b []byte, member, s string) ([]byte, bool) {
 	b = append(append(b, member...), '"')
-	return append(append(b, s...), '"'), jsonplain.String(s, false)
+	return append(append(b, s...), '"'), plainString(s)
 }
 
 func appendFloats(b []byte, members []string, vs ...float64) ([]byte, bool) {
@@ -135,7 +133,7 @@ func decodeOrderFields(p []byte, f orderFields) bool {
 		switch m {
 		case 0:
 			s, ok := d.plainString()
-			return ok && uuidFrom(s, &f.order.RequestID)
+			return ok && f.order.RequestID.UnmarshalText(s) == nil // as encoding/json calls it
 		case 1:
 			return d.signed(&f.order.Token)
 		case 2:
@@ -166,12 +164,6 @@ func decodeOrderFields(p []byte, f orderFields) bool {
 			return f.ticket != nil && d.signed(f.ticket)
 		}
 	})
-}
-
-// uuidFrom parses a request id as uuid.UUID's UnmarshalText does (encoding/json calls it
-// with the string's bytes).
-func uuidFrom(s []byte, id *uuid.UUID) bool {
-	return id.UnmarshalText(s) == nil
 }
 
 func (d *fastDecoder) int8(v *int8) bool {
