@@ -54,6 +54,12 @@ type accountActor struct {
 	tickAt   *atomic.Int64
 	tickLeft int64 // what the actor last stored in tickAt (tickAlways before its first message)
 
+	// reportNext is when (engine.elapsed) a report with the phase and error of the last
+	// one due at once (reportPhase, reportErr) is due again: see report.
+	reportNext  time.Duration
+	reportPhase follower.Phase
+	reportErr   string
+
 	equityTimer   bool // an equityDue is scheduled
 	equityReading bool // an equity read is in flight
 
@@ -225,7 +231,8 @@ func (a *accountActor) effects(ctx actor.Context, rd *follower.Ready) {
 	if len(rd.Tickets) > 0 || len(rd.Protection) > 0 || rd.WriteStatus {
 		rows := accountRows{id: a.id, epoch: a.epoch, tickets: rd.Tickets, protection: rd.Protection}
 		if rd.WriteStatus {
-			a.status(&rows)
+			a.report(&rows.report)
+			rows.hasReport = true
 		}
 		a.e.writes.put(&rows)
 	}
@@ -362,18 +369,27 @@ func (a *accountActor) onLoaded(ctx actor.Context, m loaded) {
 	a.masters = nil // only a load changes the masters: not kept for thousands of accounts
 }
 
-// status adds this account's status row, and its positions snapshot as last seen (when
-// one was read), for the StatusWriter to write through the fence at its own pace.
-func (a *accountActor) status(rows *accountRows) {
+// report fills rep with this account's status row, and its positions snapshot as last
+// seen (when one was read), for the StatusWriter to write through the fence at its own
+// pace: due at once when the phase or the error changed or StatusEvery has passed since
+// the last report that was, else at the end of that StatusEvery.
+func (a *accountActor) report(rep *report) {
 	s := a.core.Status() // what the board holds too: effects copies it there first
-	rows.status, rows.hasStatus = store.AccountStatus{
+	rep.status = store.AccountStatus{
 		ID: a.id, Epoch: a.epoch, Status: s.Phase.String(), LastError: s.LastError,
 		Balance: s.Balance, Equity: s.Equity, EquityUnknown: s.EquityUnknown, At: a.e.now(), LastCopyAt: s.LastCopy,
-	}, true
-	if ps, seenAt, ok := a.core.Positions(); ok {
-		rows.snap = snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)}
-		rows.hasSnap = true
 	}
+	if ps, seenAt, ok := a.core.Positions(); ok {
+		rep.snap = snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)}
+		rep.hasSnap = true
+	}
+	now := a.e.elapsed()
+	if now < a.reportNext && s.Phase == a.reportPhase && s.LastError == a.reportErr {
+		rep.due = a.reportNext
+		return
+	}
+	rep.due = now
+	a.reportNext, a.reportPhase, a.reportErr = now+a.e.cfg.StatusEvery, s.Phase, s.LastError
 }
 
 // at is the time of an input to the Core, with whether the account's lease is held now.

@@ -36,6 +36,12 @@ type Config struct {
 	ReconcileRate        float64       // reconciles started per second (default 200)
 	OrderTimeout         time.Duration // per broker call (default 10 s)
 	FlushEvery           time.Duration // StatusWriter batch period (default 1 s)
+	// StatusEvery is the least time between two status rows (and positions snapshots) of
+	// an account whose phase and error did not change (default 5 s): the figures of a busy
+	// account (balance, equity, last copy, positions) are written at most this often,
+	// each time the latest; a change of phase or error goes with the next flush. The
+	// node's own console shows the live figures.
+	StatusEvery time.Duration
 	// EquityEvery is how often a follower with a stop-out limit (drawdown, daily loss)
 	// reads its equity between reconciles (default 5 s).
 	EquityEvery time.Duration
@@ -128,6 +134,7 @@ func (c *Config) Validate() error {
 		def  time.Duration
 	}{
 		{"equity-every", &c.EquityEvery, 5 * time.Second},
+		{"status-every", &c.StatusEvery, 5 * time.Second},
 		{"symbols-max-age", &c.SymbolsMaxAge, defaultSymbolsMaxAge},
 		{"ticket-history", &c.TicketHistory, defaultTicketHistory},
 		{"prune-every", &c.PruneEvery, defaultPruneEvery},
@@ -164,10 +171,15 @@ type engine struct {
 	// once, so a claim of thousands of accounts cannot take every pooled connection: the
 	// lease cycle and the StatusWriter always find one (a starved cycle missed its
 	// deadline at 20,000 followers and the node lost its own leases).
-	loader *actor.PID
+	loader  *actor.PID
+	started time.Time // elapsed's origin
 }
 
 func (e *engine) now() time.Time { return e.wall() }
+
+// elapsed is the time since the engine started, on Go's monotonic clock: the pace of the
+// StatusWriter's reports (its ticker runs on the same clock).
+func (e *engine) elapsed() time.Duration { return time.Since(e.started) }
 
 func (e *engine) connect(ctx context.Context, a store.Account) (broker.Session, error) {
 	creds, err := e.credentials(a)
@@ -230,7 +242,7 @@ func Start(ctx context.Context, cfg Config, deps Deps) (*Node, error) {
 		}
 	}
 	log := deps.Logger.With().Str("node", cfg.NodeID).Logger()
-	e := &engine{cfg: cfg, pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials, observe: deps.Observe, wall: deps.Now, trace: deps.TraceCopies,
+	e := &engine{cfg: cfg, started: time.Now(), pool: deps.Pool, broker: deps.Broker, log: log, clock: deps.Clock, credentials: deps.Credentials, observe: deps.Observe, wall: deps.Now, trace: deps.TraceCopies,
 		board: &board{}, metrics: &Metrics{}, writes: &writeQueue{}}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(slogBridge(log)))
 	n := &Node{e: e, system: system, nodeGate: leasekeeper.NewGate(deps.Clock), subs: map[chan NodeEvent]struct{}{}}

@@ -27,8 +27,8 @@ type flushDone struct {
 type writeBatch struct {
 	tickets  []store.TicketRow
 	prot     []store.ProtectionRow
+	reports  []report
 	statuses []store.AccountStatus
-	pending  []snapshotUpdate
 	snaps    []store.PositionsSnapshot
 }
 
@@ -36,10 +36,10 @@ type writeBatch struct {
 func (b *writeBatch) empty() {
 	clear(b.tickets)
 	clear(b.prot)
+	clear(b.reports)
 	clear(b.statuses)
-	clear(b.pending)
 	clear(b.snaps)
-	b.tickets, b.prot, b.statuses, b.pending, b.snaps = b.tickets[:0], b.prot[:0], b.statuses[:0], b.pending[:0], b.snaps[:0]
+	b.tickets, b.prot, b.reports, b.statuses, b.snaps = b.tickets[:0], b.prot[:0], b.reports[:0], b.statuses[:0], b.snaps[:0]
 }
 
 // flushWaiter is a Flush request: answered once flush gen (the first to start after the
@@ -49,9 +49,11 @@ type flushWaiter struct {
 	gen uint64
 }
 
-// statusWriter writes what the AccountActors queue (writeQueue: statuses and positions
-// snapshots, latest per account; ticket-map rows; protection states) with the fenced
-// statements, at most once per FlushEvery and on request, one write at a time.
+// statusWriter writes what the AccountActors queue (writeQueue: reports, latest per
+// account; ticket-map rows; protection states) with the fenced statements, at most once
+// per FlushEvery and on request, one write at a time. A periodic flush writes the reports
+// that are due; a requested one (Flush: before a lease is let go, or by an operator's
+// tool) writes every report queued before it.
 type statusWriter struct {
 	e *engine
 	// retry holds the ticket-map rows of a failed write, written before the queued ones;
@@ -138,29 +140,22 @@ func (w *statusWriter) flush(ctx actor.Context) {
 	w.spare = nil
 	b.tickets = append(b.tickets, w.retry...) // a failed write's rows go before the newer ones
 	w.retry = nil
-	w.e.writes.take(func(taken []*pendingRows) {
+	b.reports = w.e.writes.take(w.e.elapsed(), len(w.waiters) > 0, b.reports, func(taken []*pendingRows) {
 		// Sized once: grown by appending shard after shard, the batch allocated about
 		// three times its size on every flush.
-		nt, ns, np := 0, 0, 0
+		nt := 0
 		for _, r := range taken {
-			nt, ns, np = nt+len(r.tickets), ns+len(r.statuses), np+len(r.snaps)
+			nt += len(r.tickets)
 		}
 		b.tickets = slices.Grow(b.tickets, nt)
-		b.statuses, b.pending = slices.Grow(b.statuses, ns), slices.Grow(b.pending, np)
 		for _, r := range taken {
 			b.tickets = append(b.tickets, r.tickets...)
 			for k, p := range r.prot {
 				w.prot[k] = p // after a failed write's rows: the newer row of a key wins
 			}
-			for _, s := range r.statuses {
-				b.statuses = append(b.statuses, s)
-			}
-			for _, s := range r.snaps {
-				b.pending = append(b.pending, s)
-			}
 		}
 	})
-	if len(b.tickets) == 0 && len(w.prot) == 0 && len(b.statuses) == 0 && len(b.pending) == 0 {
+	if len(b.tickets) == 0 && len(w.prot) == 0 && len(b.reports) == 0 {
 		w.spare = b
 		for _, wt := range w.waiters {
 			if wt.pid != nil {
@@ -177,7 +172,7 @@ func (w *statusWriter) flush(ctx actor.Context) {
 	w.gen++
 	w.inFlight = true
 	self, root, e, gen := ctx.Self(), ctx.ActorSystem().Root, w.e, w.gen
-	tickets, prot, statuses, pending := b.tickets, b.prot, b.statuses, b.pending
+	tickets, prot, reports := b.tickets, b.prot, b.reports
 	go func() {
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -199,6 +194,16 @@ func (w *statusWriter) flush(ctx actor.Context) {
 			}
 			e.metrics.StaleWritesRefused.Add(res.Refused)
 		}
+		statuses, snaps := b.statuses, b.snaps
+		for i := range reports {
+			r := &reports[i]
+			statuses = append(statuses, r.status)
+			if r.hasSnap {
+				r.snap.row.Positions = encodeSnapshot(r.snap.positions)
+				snaps = append(snaps, r.snap.row)
+			}
+		}
+		b.statuses, b.snaps = statuses, snaps
 		if len(statuses) > 0 {
 			res, err := store.WriteStatusesFenced(wctx, e.pool, e.cfg.NodeID, statuses)
 			if err != nil && done.err == nil {
@@ -206,12 +211,6 @@ func (w *statusWriter) flush(ctx actor.Context) {
 			}
 			e.metrics.StaleWritesRefused.Add(res.Refused)
 		}
-		snaps := b.snaps
-		for _, s := range pending {
-			s.row.Positions = encodeSnapshot(s.positions)
-			snaps = append(snaps, s.row)
-		}
-		b.snaps = snaps
 		if len(snaps) > 0 {
 			res, err := store.WriteSnapshotsFenced(wctx, e.pool, e.cfg.NodeID, snaps)
 			if err != nil && done.err == nil {

@@ -183,3 +183,36 @@ func lockFollower(t *testing.T, db *storetest.DB) pgx.Tx {
 	}
 	return lock
 }
+
+// TestAFlushWritesReportsNotYetDue: a requested Flush (before a lease is let go) writes
+// every report queued before it, the ones a periodic flush would still hold too: held
+// back, the follower's last status and positions would be lost with the lease.
+func TestAFlushWritesReportsNotYetDue(t *testing.T) {
+	ctx := context.Background()
+	db, e, system, writer, _, epoch := newWriterFixture(t)
+	e.started = time.Now()
+	e.writes.put(&accountRows{id: 1, epoch: epoch, hasReport: true, report: report{
+		status:  store.AccountStatus{ID: 1, Epoch: epoch, Status: "copying", Balance: 1234, Equity: 1200, At: time.Now()},
+		snap:    snapshotUpdate{row: store.PositionsSnapshot{ID: 1, Epoch: epoch, SeenAt: time.Now()}},
+		hasSnap: true,
+		due:     e.elapsed() + time.Hour,
+	}})
+	res, err := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, ok := res.(leasekeeper.Flushed); !ok || done.Err != nil {
+		t.Fatalf("flush: %#v", res)
+	}
+	var status string
+	var balance *float64
+	if err := db.Pool.QueryRow(ctx, `SELECT status, balance FROM trading_accounts WHERE id = 1`).Scan(&status, &balance); err != nil {
+		t.Fatal(err)
+	}
+	if status != "copying" || balance == nil || *balance != 1234 {
+		t.Errorf("after the flush the status row says %q, balance %v: want the queued report's", status, balance)
+	}
+	if _, ok, err := store.ReadPositionsSnapshot(ctx, db.Pool, 1); err != nil || !ok {
+		t.Errorf("after the flush no positions snapshot (%v)", err)
+	}
+}

@@ -2,17 +2,19 @@ package actors
 
 import (
 	"sync"
+	"time"
 
 	"github.com/snapcopier/copier/reconcile/follower"
 	"github.com/snapcopier/copier/store"
 )
 
 // writeQueue holds the rows the AccountActors leave for the StatusWriter until its next
-// flush: the latest ticket-map row per ticket, in the order the tickets first changed, and
-// the latest protection state per scope, status and positions snapshot per account. A step puts its rows under one
-// shard's lock; sent as a message instead, they were boxed and woke the writer's mailbox
-// for every order, though the writer needs them only when it flushes. An account's rows
-// always go to the same shard, so they are taken in the order the account put them.
+// flush: the latest ticket-map row per ticket, in the order the tickets first changed, the
+// latest protection state per scope, and each account's latest report (status and
+// positions snapshot). A step puts its rows under one shard's lock; sent as a message
+// instead, they were boxed and woke the writer's mailbox for every order, though the
+// writer needs them only when it flushes. An account's rows always go to the same shard,
+// so they are taken in the order the account put them.
 type writeQueue struct {
 	shards [writeShards]writeShard
 }
@@ -27,7 +29,13 @@ type writeShard struct {
 	// spare is the set the next take swaps in: the one the take before drained and
 	// cleared, so both keep the room they grew to. Only take touches it.
 	spare pendingRows
-	_     [64]byte // neighbouring shards' locks on their own cache lines
+	// reports are the accounts' latest reports, one per account (reportAt indexes them by
+	// account id). They are not swapped: a take leaves the reports not yet due in place.
+	// A slice, not a map of reports: Go keeps a map value this large out of line, an
+	// allocation for every account that reports.
+	reports  []report
+	reportAt map[int64]int
+	_        [64]byte // neighbouring shards' locks on their own cache lines
 }
 
 // pendingRows are rows put since the last take.
@@ -38,12 +46,10 @@ type pendingRows struct {
 	// row), as the store's statement needs.
 	ticketAt map[[3]int64]int
 	prot     map[[2]int64]store.ProtectionRow // by follower and scope
-	statuses map[int64]store.AccountStatus
-	snaps    map[int64]snapshotUpdate
 }
 
 func (r *pendingRows) empty() bool {
-	return len(r.tickets) == 0 && len(r.prot) == 0 && len(r.statuses) == 0 && len(r.snaps) == 0
+	return len(r.tickets) == 0 && len(r.prot) == 0
 }
 
 func (r *pendingRows) clear() {
@@ -51,21 +57,29 @@ func (r *pendingRows) clear() {
 	r.tickets = r.tickets[:0]
 	clear(r.ticketAt)
 	clear(r.prot)
-	clear(r.statuses)
-	clear(r.snaps)
+}
+
+// report is what an account reports of itself: its status row and, when it has read
+// its positions (hasSnap), its positions snapshot. due is when the StatusWriter may write
+// it (engine.elapsed): a report that changes only figures (balance, equity, last copy, the
+// positions) within StatusEvery of the account's last one waits until then, replaced by
+// the account's later reports, so a busy account writes its lease row and snapshot once
+// per StatusEvery instead of once per flush; a change of phase or error is due at once.
+type report struct {
+	status  store.AccountStatus
+	snap    snapshotUpdate
+	hasSnap bool
+	due     time.Duration
 }
 
 // accountRows is what one step of account id under epoch leaves to write: its ticket-map
-// changes and protection states, its status (when hasStatus) and its positions snapshot
-// (when hasSnap).
+// changes and protection states, and its report (when hasReport).
 type accountRows struct {
 	id, epoch  int64
 	tickets    []follower.TicketChange
 	protection []follower.ProtectionState
-	status     store.AccountStatus
-	snap       snapshotUpdate
-	hasStatus  bool
-	hasSnap    bool
+	report     report
+	hasReport  bool
 }
 
 // put queues one step's rows; it keeps neither a nor its slices of changes.
@@ -95,24 +109,38 @@ func (q *writeQueue) put(a *accountRows) {
 	for _, p := range a.protection {
 		r.prot[[2]int64{a.id, p.Scope}] = store.ProtectionRow{FollowerID: a.id, LinkID: p.Scope, Epoch: a.epoch, State: p.State, ResetGen: p.ResetGen}
 	}
-	if a.hasStatus {
-		if r.statuses == nil {
-			r.statuses = map[int64]store.AccountStatus{}
-		}
-		r.statuses[a.id] = a.status
+	if a.hasReport {
+		s.putReport(a.id, &a.report)
 	}
-	if a.hasSnap {
-		if r.snaps == nil {
-			r.snaps = map[int64]snapshotUpdate{}
-		}
-		r.snaps[a.id] = a.snap
+}
+
+// putReport keeps rep as account id's latest report: a report without a snapshot keeps
+// the snapshot of the one it replaces, and the earlier of the two due times holds (a
+// change due at once is not put off by the figures that follow it).
+func (s *writeShard) putReport(id int64, rep *report) {
+	if s.reportAt == nil {
+		s.reportAt = map[int64]int{}
 	}
+	i, ok := s.reportAt[id]
+	if !ok {
+		s.reportAt[id] = len(s.reports)
+		s.reports = append(s.reports, *rep)
+		return
+	}
+	old := &s.reports[i]
+	due := min(old.due, rep.due)
+	if rep.hasSnap {
+		old.snap, old.hasSnap = rep.snap, true
+	}
+	old.status, old.due = rep.status, due
 }
 
 // take swaps out the rows of every shard that has some and hands them to drain in one
 // call (so that it can size its batch once), then empties them for reuse: drain must not
-// keep their containers. One caller at a time (the StatusWriter).
-func (q *writeQueue) take(drain func(taken []*pendingRows)) {
+// keep their containers. It appends to reports, and returns, the reports due at now
+// (every report when all: a requested flush writes everything queued before it). One
+// caller at a time (the StatusWriter).
+func (q *writeQueue) take(now time.Duration, all bool, reports []report, drain func(taken []*pendingRows)) []report {
 	var taken [writeShards]*pendingRows
 	n := 0
 	for i := range q.shards {
@@ -123,13 +151,41 @@ func (q *writeQueue) take(drain func(taken []*pendingRows)) {
 			taken[n] = &s.spare
 			n++
 		}
+		reports = s.takeReports(now, all, reports)
 		s.mu.Unlock()
 	}
 	if n == 0 {
-		return
+		return reports
 	}
 	drain(taken[:n])
 	for _, r := range taken[:n] {
 		r.clear()
 	}
+	return reports
+}
+
+// takeReports appends the shard's reports due at now (all of them when all) to out and
+// keeps the others, in their order.
+func (s *writeShard) takeReports(now time.Duration, all bool, out []report) []report {
+	if len(s.reports) == 0 {
+		return out
+	}
+	kept := s.reports[:0]
+	for _, r := range s.reports {
+		if all || r.due <= now {
+			out = append(out, r)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) == len(s.reports) {
+		return out
+	}
+	clear(s.reports[len(kept):]) // no strings or positions kept alive by the room
+	s.reports = kept
+	clear(s.reportAt)
+	for i := range kept {
+		s.reportAt[kept[i].status.ID] = i
+	}
+	return out
 }

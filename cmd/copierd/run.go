@@ -66,6 +66,7 @@ type runFlags struct {
 	capacity                                     int
 	lease, fence, interval, clockSkew            time.Duration
 	reconcileEvery, orderTimeout, equityEvery    time.Duration
+	statusEvery                                  time.Duration
 	symbolsMaxAge, ticketHistory                 time.Duration
 	shutdownTimeout                              time.Duration
 	httpAddr, logFormat, logLevel                string
@@ -94,6 +95,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.clockSkew, "clock-skew", leasekeeper.DefaultClockSkew, "most this node's clock and the trade server's may disagree; an order's deadline is checked by the receiver (fence > skew + drift)")
 	fs.DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Minute, "reconcile every account this often to repair drift (negative: never)")
 	fs.DurationVar(&f.equityEvery, "equity-every", 5*time.Second, "read the equity of followers with a stop-out limit this often")
+	fs.DurationVar(&f.statusEvery, "status-every", 5*time.Second, "write a follower's status row and positions snapshot at most this often while only its figures change (balance, equity, last copy, positions); a new phase or error goes at once")
 	fs.DurationVar(&f.symbolsMaxAge, "symbols-max-age", 10*time.Minute, "a periodic repair reuses the symbol specifications read from an account's trade server up to this long; any other reconcile reads them again")
 	fs.DurationVar(&f.ticketHistory, "ticket-history", 30*24*time.Hour, "delete closed ticket-map rows (which follower position copied which master position) this long after they closed (0: keep them forever)")
 	fs.DurationVar(&f.orderTimeout, "order-timeout", 10*time.Second, "deadline of one broker call")
@@ -139,8 +141,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := timing.Validate(); err != nil {
 		return usageErr(err)
 	}
-	if f.orderTimeout <= 0 || f.shutdownTimeout <= 0 || f.equityEvery <= 0 {
-		return usageErr(errors.New("--order-timeout, --shutdown-timeout and --equity-every must be positive"))
+	if f.orderTimeout <= 0 || f.shutdownTimeout <= 0 || f.equityEvery <= 0 || f.statusEvery <= 0 {
+		return usageErr(errors.New("--order-timeout, --shutdown-timeout, --equity-every and --status-every must be positive"))
 	}
 	pgcfg, err := store.ParseConfig(f.dbURL, store.Options{ApplicationName: "copierd-run"})
 	if err != nil {
@@ -190,7 +192,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := actors.Config{
 		NodeID: f.nodeID, Platform: f.platform, Capacity: f.capacity, Lease: timing,
-		ReconcileEvery: f.reconcileEvery, OrderTimeout: f.orderTimeout, NoListen: f.noListen, EquityEvery: f.equityEvery, SymbolsMaxAge: f.symbolsMaxAge, MaxHandOffs: f.maxHandOffs,
+		ReconcileEvery: f.reconcileEvery, OrderTimeout: f.orderTimeout, NoListen: f.noListen, EquityEvery: f.equityEvery, StatusEvery: f.statusEvery, SymbolsMaxAge: f.symbolsMaxAge, MaxHandOffs: f.maxHandOffs,
 		TicketHistory: f.ticketHistory,
 	}
 	if f.ticketHistory == 0 {

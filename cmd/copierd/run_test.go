@@ -191,6 +191,7 @@ func TestRunBadConfigExitsTwoWithOneLine(t *testing.T) {
 		{"zero fence", base("--fence", "0s"), nil, "fence must be positive"},
 		{"clock skew not inside the fence", base("--lease", "6s", "--fence", "2s", "--interval", "300ms", "--clock-skew", "2s"), nil, "fence (2s) must exceed clock skew (2s)"},
 		{"negative capacity", base("--capacity", "-1"), nil, "capacity must be ≥ 0"},
+		{"zero status every", base("--status-every", "0s"), nil, "--status-every must be positive"},
 		{"negative ticket history", base("--ticket-history", "-1h"), nil, "ticket-history must be > 0"},
 		{"bad node id", base("--node-id", "a b"), nil, `--node-id "a b"`},
 		{"bad log format", base("--log-format", "xml"), nil, `--log-format "xml": want json or console`},
