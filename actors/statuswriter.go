@@ -17,6 +17,7 @@ type flushDone struct {
 	gen     uint64
 	tickets []store.TicketRow // rows to retry after an error
 	prot    []store.ProtectionRow
+	reports []report
 	err     error
 	batch   *writeBatch // emptied for the next flush; nil after an error
 }
@@ -115,8 +116,9 @@ func (w *statusWriter) Receive(ctx actor.Context) {
 			w.spare = m.batch
 		}
 		if m.err != nil {
-			w.e.log.Warn().Err(m.err).Int("tickets", len(m.tickets)).Msg("status write failed; will retry")
+			w.e.log.Warn().Err(m.err).Int("tickets", len(m.tickets)).Int("reports", len(m.reports)).Msg("status write failed; will retry")
 			w.retry = m.tickets // the next flush writes them before the newer queued rows
+			w.e.writes.putBack(m.reports)
 			for _, r := range m.prot {
 				if _, newer := w.prot[[2]int64{r.FollowerID, r.LinkID}]; !newer {
 					w.prot[[2]int64{r.FollowerID, r.LinkID}] = r
@@ -217,15 +219,21 @@ func (w *statusWriter) flush(ctx actor.Context) {
 		b.statuses, b.snaps = statuses, snaps
 		if len(statuses) > 0 {
 			res, err := store.WriteStatusesFenced(wctx, e.pool, e.cfg.NodeID, statuses)
-			if err != nil && done.err == nil {
-				done.err = err // statuses are refreshed by the next report; not retried
+			if err != nil {
+				done.reports = reports
+				if done.err == nil {
+					done.err = err
+				}
 			}
 			e.metrics.StaleWritesRefused.Add(res.Refused)
 		}
 		if len(snaps) > 0 {
 			res, err := store.WriteSnapshotsFenced(wctx, e.pool, e.cfg.NodeID, snaps)
-			if err != nil && done.err == nil {
-				done.err = err // refreshed by the next report; not retried
+			if err != nil {
+				done.reports = reports
+				if done.err == nil {
+					done.err = err
+				}
 			}
 			e.metrics.StaleWritesRefused.Add(res.Refused)
 		}

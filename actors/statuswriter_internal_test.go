@@ -216,3 +216,50 @@ func TestAFlushWritesReportsNotYetDue(t *testing.T) {
 		t.Errorf("after the flush no positions snapshot (%v)", err)
 	}
 }
+
+// TestAFailedReportIsWrittenByTheNextFlush: the reports of a write that failed are written
+// by the next flush: an account that goes quiet after the failure would otherwise keep its
+// stale status in the database. The status write is held on the follower's row lock and
+// its connection terminated, so it fails for certain.
+func TestAFailedReportIsWrittenByTheNextFlush(t *testing.T) {
+	ctx := context.Background()
+	db, e, system, writer, _, epoch := newWriterFixture(t)
+	e.started = time.Now()
+	e.writes.put(&accountRows{id: 1, epoch: epoch, hasReport: true, report: report{
+		status: store.AccountStatus{ID: 1, Epoch: epoch, Status: "copying", Balance: 4321, Equity: 4300, At: time.Now()},
+	}})
+	lock := lockFollower(t, db)
+	failed := make(chan leasekeeper.Flushed, 1)
+	go func() {
+		res, _ := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute).Result()
+		done, _ := res.(leasekeeper.Flushed)
+		failed <- done
+	}()
+	testwait.For(t, "the status write waiting on the follower's row, then terminated", 30*time.Second, func() (bool, string) {
+		var ended int
+		if err := db.Pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&ended); err != nil {
+			return false, err.Error()
+		}
+		return ended > 0, fmt.Sprintf("%d writes terminated", ended)
+	})
+	if done := <-failed; done.Err == nil {
+		t.Fatal("the terminated write was answered as written")
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, ok := res.(leasekeeper.Flushed); !ok || done.Err != nil {
+		t.Fatalf("second flush: %#v", res)
+	}
+	var balance *float64
+	if err := db.Pool.QueryRow(ctx, `SELECT balance FROM trading_accounts WHERE id = 1`).Scan(&balance); err != nil {
+		t.Fatal(err)
+	}
+	if balance == nil || *balance != 4321 {
+		t.Errorf("after the second flush the balance is %v, want the failed write's report (4321)", balance)
+	}
+}

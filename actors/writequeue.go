@@ -135,6 +135,30 @@ func (s *writeShard) putReport(id int64, rep *report) {
 	old.status, old.due = rep.status, due
 }
 
+// putBack queues the reports of a failed write again, due at once: each unless its
+// account queued a newer one since, which then stands, due at once too, and keeps the
+// failed one's snapshot when it has none. Dropped instead, an account that goes quiet
+// after a failed write would keep its stale status and positions in the database.
+func (q *writeQueue) putBack(reports []report) {
+	for i := range reports {
+		r := reports[i]
+		id := r.status.ID
+		s := &q.shards[uint64(id)%writeShards]
+		s.mu.Lock()
+		if j, ok := s.reportAt[id]; ok {
+			newer := &s.reports[j]
+			if !newer.hasSnap && r.hasSnap {
+				newer.snap, newer.hasSnap = r.snap, true
+			}
+			newer.due = 0
+		} else {
+			r.due = 0
+			s.putReport(id, &r)
+		}
+		s.mu.Unlock()
+	}
+}
+
 // take swaps out the rows of every shard that has some and hands them to drain in one
 // call (so that it can size its batch once), then empties them for reuse: drain must not
 // keep their containers. It appends to reports, and returns, the reports due at now

@@ -138,3 +138,32 @@ func TestReportIsHeldUnlessItsPhaseOrErrorChanged(t *testing.T) {
 	soon("error changed", next())
 	held("the same failure again", next())
 }
+
+// TestWriteQueuePutsBackAFailedWritesReports: a failed write's reports are due at once
+// again; where the account queued a newer report since, the newer status stands, due at
+// once, with the failed report's snapshot when it has none of its own.
+func TestWriteQueuePutsBackAFailedWritesReports(t *testing.T) {
+	var q writeQueue
+	failed := func(id int64, phase string, snapEpoch int64) report {
+		r := report{status: store.AccountStatus{ID: id, Status: phase}, due: time.Hour}
+		if snapEpoch != 0 {
+			r.snap, r.hasSnap = snapshotUpdate{row: store.PositionsSnapshot{ID: id, Epoch: snapEpoch}}, true
+		}
+		return r
+	}
+	q.put(&accountRows{id: 2, epoch: 1, hasReport: true, report: report{status: store.AccountStatus{ID: 2, Status: "newer"}, due: time.Hour}})
+	q.putBack([]report{failed(1, "failed write", 4), failed(2, "older", 5)})
+	got := map[int64]report{}
+	for _, r := range q.take(0, false, nil, func([]*pendingRows) {}) {
+		got[r.status.ID] = r
+	}
+	if len(got) != 2 {
+		t.Fatalf("took %d reports at once, want both accounts' (%+v)", len(got), got)
+	}
+	if r := got[1]; r.status.Status != "failed write" || !r.hasSnap || r.snap.row.Epoch != 4 {
+		t.Errorf("account 1: %+v, want the failed write's report with its snapshot", r)
+	}
+	if r := got[2]; r.status.Status != "newer" || !r.hasSnap || r.snap.row.Epoch != 5 {
+		t.Errorf("account 2: %+v, want the newer status with the failed report's snapshot", r)
+	}
+}
