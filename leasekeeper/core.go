@@ -303,7 +303,7 @@ func (c *core) cycleDone(m cycleDone, now instant) ready {
 	switch {
 	case m.err != nil:
 		// Nothing changes: the gates close by themselves when their trust runs out.
-		r.log(true, "lease cycle failed", m.err, "node", c.cfg.Node, "elapsed", m.elapsed)
+		r.log(true, "lease cycle failed", m.err, "elapsed", m.elapsed)
 	case c.stopping:
 		// Committed after shutdown began: release what it holds, start nothing.
 		c.held = c.held[:0]
@@ -385,7 +385,7 @@ func (c *core) apply(m cycleDone, report CycleReport, r *ready) CycleReport {
 	report.Owned, report.Claimed, report.Renewed, report.Released = len(owned), m.res.Claimed, m.res.Renewed, len(m.res.Released)
 	report.Share, report.LiveNodes = m.res.Share, len(m.res.View.Nodes)
 	if m.res.Claimed > 0 || report.Lost > 0 || len(m.res.Released) > 0 {
-		r.log(false, "lease cycle", nil, "node", c.cfg.Node, "owned", len(owned), "claimed", m.res.Claimed,
+		r.log(false, "lease cycle", nil, "owned", len(owned), "claimed", m.res.Claimed,
 			"released", len(m.res.Released), "lost", report.Lost, "elapsed", m.elapsed)
 	}
 	r.Owned = &ownedReport{Accounts: owned, TrustedUntil: lease.TrustedUntil()}
@@ -433,7 +433,7 @@ func (c *core) startHandOff(owned, share int, picked []store.Held, r *ready) int
 		delete(c.epochs, h.ID)
 	}
 	c.batch = handOff
-	r.log(false, "handing off accounts over the fair share", nil, "node", c.cfg.Node, "accounts", len(ids), "share", share, "owned", owned)
+	r.log(false, "handing off accounts over the fair share", nil, "accounts", len(ids), "share", share, "owned", owned)
 	r.StopSome = &stopSomeAsk{IDs: ids, Timeout: c.cfg.HandOffTimeout}
 	return len(ids)
 }

@@ -201,6 +201,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := cfg.Validate(); err != nil {
 		return usageErr(err)
 	}
+	nodeLog := log // the node names itself in its lines (actors.Start): not twice
 	log = log.With().Str("node", cfg.NodeID).Logger()
 	// Under systemd (Type=notify): READY after the first successful lease cycle, the
 	// watchdog fed by successful cycles only.
@@ -321,7 +322,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		b = fb
 	}
 
-	deps := actors.Deps{Pool: pool, LeasePool: leasePool, Broker: b, Logger: log, Credentials: cenv.credentials(), Observe: sd.observe}
+	deps := actors.Deps{Pool: pool, LeasePool: leasePool, Broker: b, Logger: nodeLog, Credentials: cenv.credentials(), Observe: sd.observe}
 	if f.traceCopies != "" {
 		rc, err := copytrace.Create(f.traceCopies)
 		if err != nil {

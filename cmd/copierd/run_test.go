@@ -378,6 +378,18 @@ func TestRunServesAndReleasesLeasesOnSignal(t *testing.T) {
 	if code := b.stop(t, 30*time.Second); code != exitOK {
 		t.Fatalf("exit %d after the signal; stderr:\n%s", code, b.stderr.String())
 	}
+	// A field twice in one JSON line is a line some log pipelines refuse or misread.
+	named := 0
+	for _, line := range strings.Split(b.stderr.String(), "\n") {
+		if n := strings.Count(line, `"node":"test-node"`); n > 1 {
+			t.Errorf("a log line names the node %d times: %s", n, line)
+		} else {
+			named += n
+		}
+	}
+	if named == 0 {
+		t.Error("no log line names the node")
+	}
 	rows, err := store.Leases(ctx, db.Pool, nil)
 	if err != nil {
 		t.Fatal(err)
