@@ -207,6 +207,12 @@ func (w *statusWriter) flush(ctx actor.Context) {
 			}
 			e.metrics.StaleWritesRefused.Add(res.Refused)
 		}
+		reportsFailed := func(err error) { // queued again by flushDone
+			done.reports = reports
+			if done.err == nil {
+				done.err = err
+			}
+		}
 		statuses, snaps := b.statuses, b.snaps
 		for i := range reports {
 			r := &reports[i]
@@ -220,20 +226,14 @@ func (w *statusWriter) flush(ctx actor.Context) {
 		if len(statuses) > 0 {
 			res, err := store.WriteStatusesFenced(wctx, e.pool, e.cfg.NodeID, statuses)
 			if err != nil {
-				done.reports = reports
-				if done.err == nil {
-					done.err = err
-				}
+				reportsFailed(err)
 			}
 			e.metrics.StaleWritesRefused.Add(res.Refused)
 		}
 		if len(snaps) > 0 {
 			res, err := store.WriteSnapshotsFenced(wctx, e.pool, e.cfg.NodeID, snaps)
 			if err != nil {
-				done.reports = reports
-				if done.err == nil {
-					done.err = err
-				}
+				reportsFailed(err)
 			}
 			e.metrics.StaleWritesRefused.Add(res.Refused)
 		}

@@ -87,40 +87,13 @@ func TestAFailedWriteIsWrittenByTheNextFlush(t *testing.T) {
 		e.writes.put(&accountRows{id: 1, epoch: epoch, tickets: []follower.TicketChange{
 			{Entry: reconcile.TicketMapEntry{LinkID: link, MasterTicket: masterTicket, FollowerTicket: 100 + masterTicket, Volume: volume}}}})
 	}
-	flush := func() leasekeeper.Flushed {
-		t.Helper()
-		res, err := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.(leasekeeper.Flushed)
-	}
 
 	queue(9, 1)
 	queue(10, 1)
-	lock := lockFollower(t, db)
-	failed := make(chan leasekeeper.Flushed, 1)
-	go func() {
-		res, _ := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute).Result()
-		done, _ := res.(leasekeeper.Flushed)
-		failed <- done
-	}()
-	testwait.For(t, "the write waiting on the follower's row, then terminated", 30*time.Second, func() (bool, string) {
-		var ended int
-		if err := db.Pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&ended); err != nil {
-			return false, err.Error()
-		}
-		return ended > 0, fmt.Sprintf("%d writes terminated", ended)
-	})
-	if done := <-failed; done.Err == nil {
-		t.Fatal("the terminated write was answered as written")
-	}
-	if err := lock.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	failFlushOnTheLock(t, db, system, writer)
 	queue(10, 2) // newer than the failed write's row of ticket 10
 	queue(11, 1)
-	if done := flush(); done.Err != nil {
+	if done := flushWriter(t, system, writer); done.Err != nil {
 		t.Fatalf("second flush: %v", done.Err)
 	}
 	rows, err := db.Pool.Query(ctx, `SELECT master_ticket, volume FROM copy_positions WHERE follower_id = 1 ORDER BY master_ticket`)
@@ -197,12 +170,8 @@ func TestAFlushWritesReportsNotYetDue(t *testing.T) {
 		hasSnap: true,
 		due:     e.elapsed() + time.Hour,
 	}})
-	res, err := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done, ok := res.(leasekeeper.Flushed); !ok || done.Err != nil {
-		t.Fatalf("flush: %#v", res)
+	if done := flushWriter(t, system, writer); done.Err != nil {
+		t.Fatalf("flush: %v", done.Err)
 	}
 	var status string
 	var balance *float64
@@ -228,6 +197,39 @@ func TestAFailedReportIsWrittenByTheNextFlush(t *testing.T) {
 	e.writes.put(&accountRows{id: 1, epoch: epoch, hasReport: true, report: report{
 		status: store.AccountStatus{ID: 1, Epoch: epoch, Status: "copying", Balance: 4321, Equity: 4300, At: time.Now()},
 	}})
+	failFlushOnTheLock(t, db, system, writer)
+	if done := flushWriter(t, system, writer); done.Err != nil {
+		t.Fatalf("second flush: %v", done.Err)
+	}
+	var balance *float64
+	if err := db.Pool.QueryRow(ctx, `SELECT balance FROM trading_accounts WHERE id = 1`).Scan(&balance); err != nil {
+		t.Fatal(err)
+	}
+	if balance == nil || *balance != 4321 {
+		t.Errorf("after the second flush the balance is %v, want the failed write's report (4321)", balance)
+	}
+}
+
+// flushWriter asks the StatusWriter for a Flush and returns its answer.
+func flushWriter(t *testing.T, system *actor.ActorSystem, writer *actor.PID) leasekeeper.Flushed {
+	t.Helper()
+	res, err := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, ok := res.(leasekeeper.Flushed)
+	if !ok {
+		t.Fatalf("flush answered %#v", res)
+	}
+	return done
+}
+
+// failFlushOnTheLock makes one Flush fail for certain: its write waits on follower 1's
+// row lock, its connection is terminated there, and the lock goes once the Flush has
+// answered with the error.
+func failFlushOnTheLock(t *testing.T, db *storetest.DB, system *actor.ActorSystem, writer *actor.PID) {
+	t.Helper()
+	ctx := context.Background()
 	lock := lockFollower(t, db)
 	failed := make(chan leasekeeper.Flushed, 1)
 	go func() {
@@ -235,7 +237,7 @@ func TestAFailedReportIsWrittenByTheNextFlush(t *testing.T) {
 		done, _ := res.(leasekeeper.Flushed)
 		failed <- done
 	}()
-	testwait.For(t, "the status write waiting on the follower's row, then terminated", 30*time.Second, func() (bool, string) {
+	testwait.For(t, "the write waiting on the follower's row, then terminated", 30*time.Second, func() (bool, string) {
 		var ended int
 		if err := db.Pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&ended); err != nil {
 			return false, err.Error()
@@ -247,19 +249,5 @@ func TestAFailedReportIsWrittenByTheNextFlush(t *testing.T) {
 	}
 	if err := lock.Rollback(ctx); err != nil {
 		t.Fatal(err)
-	}
-	res, err := system.Root.RequestFuture(writer, leasekeeper.Flush{}, time.Minute).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done, ok := res.(leasekeeper.Flushed); !ok || done.Err != nil {
-		t.Fatalf("second flush: %#v", res)
-	}
-	var balance *float64
-	if err := db.Pool.QueryRow(ctx, `SELECT balance FROM trading_accounts WHERE id = 1`).Scan(&balance); err != nil {
-		t.Fatal(err)
-	}
-	if balance == nil || *balance != 4321 {
-		t.Errorf("after the second flush the balance is %v, want the failed write's report (4321)", balance)
 	}
 }

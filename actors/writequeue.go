@@ -144,15 +144,15 @@ func (q *writeQueue) putBack(reports []report) {
 		r := reports[i]
 		id := r.status.ID
 		s := &q.shards[uint64(id)%writeShards]
+		r.due = 0
 		s.mu.Lock()
 		if j, ok := s.reportAt[id]; ok {
-			newer := &s.reports[j]
-			if !newer.hasSnap && r.hasSnap {
-				newer.snap, newer.hasSnap = r.snap, true
-			}
-			newer.due = 0
+			// The failed report goes in as the older one and the newer is put on it again:
+			// putReport's rule (its status, the failed snapshot when it has none, due at once).
+			newer := s.reports[j]
+			s.reports[j] = r
+			s.putReport(id, &newer)
 		} else {
-			r.due = 0
 			s.putReport(id, &r)
 		}
 		s.mu.Unlock()
