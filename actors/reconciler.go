@@ -357,39 +357,61 @@ func (r *reconciler) pump(ctx actor.Context) {
 
 // runReconcile fetches the follower and its masters and plans every link: the
 // Reconciler's job. A periodic repair takes the sessions' symbol specifications from
-// symbols when they are fresh enough; a reconcile of any other cause fetches them.
+// symbols when they are fresh enough; a reconcile of any other cause fetches them. The
+// follower's quotes in reused specifications are as old as the entry: where a plan waits
+// for a current quote (a late copy under a price-deviation bound), the follower's
+// specifications are read again and every link planned anew.
 func runReconcile(ctx context.Context, req reconcileRequest, now time.Time, symbols *symbolCache) reconcileResponse {
 	resp := reconcileResponse{accountID: req.accountID, Reconciled: follower.Reconciled{
 		Masters: map[int64]reconcile.AccountState{}, Plans: map[int64]reconcile.Result{}}}
 	reuse := req.ask.Cause == follower.CausePeriodic
 	var err error
-	if resp.Follower, err = fetchState(ctx, req.follower, symbols, reuse); err != nil {
+	if resp.Follower, err = fetchState(ctx, req.follower, symbols, reuse, now); err != nil {
 		resp.Err = fmt.Errorf("follower %d: %w", req.accountID, err)
 		return resp
 	}
 	for _, l := range req.ask.Links {
-		ms, ok := resp.Masters[l.MasterID]
-		if !ok {
-			sess := req.masters[l.MasterID]
-			if sess == nil {
-				resp.Err = fmt.Errorf("master %d: no session", l.MasterID)
-				return resp
-			}
-			if ms, err = fetchState(ctx, sess, symbols, reuse); err != nil {
-				resp.Err = fmt.Errorf("master %d: %w", l.MasterID, err)
-				return resp
-			}
-			resp.Masters[l.MasterID] = ms
+		if _, ok := resp.Masters[l.MasterID]; ok {
+			continue
 		}
-		resp.Plans[l.Link.ID] = reconcile.Plan(reconcile.Input{Master: ms, Follower: resp.Follower, Link: l.Link, TicketMap: l.TicketMap, Now: now})
+		sess := req.masters[l.MasterID]
+		if sess == nil {
+			resp.Err = fmt.Errorf("master %d: no session", l.MasterID)
+			return resp
+		}
+		ms, err := fetchState(ctx, sess, symbols, reuse, now)
+		if err != nil {
+			resp.Err = fmt.Errorf("master %d: %w", l.MasterID, err)
+			return resp
+		}
+		resp.Masters[l.MasterID] = ms
 	}
+	// planAll plans every link and reports whether a plan waits for a current quote.
+	planAll := func() (needsQuote bool) {
+		for _, l := range req.ask.Links {
+			res := reconcile.Plan(reconcile.Input{Master: resp.Masters[l.MasterID], Follower: resp.Follower, Link: l.Link, TicketMap: l.TicketMap, Now: now})
+			resp.Plans[l.Link.ID] = res
+			needsQuote = needsQuote || res.NeedsQuote()
+		}
+		return needsQuote
+	}
+	if !planAll() || !reuse {
+		return resp
+	}
+	if resp.Follower.Symbols, err = fetchSymbols(ctx, req.follower, symbols); err != nil {
+		resp.Err = fmt.Errorf("follower %d: %w", req.accountID, err)
+		return resp
+	}
+	resp.Follower.QuotesAt = now
+	planAll()
 	return resp
 }
 
 // fetchState reads an account from its session: its account information and positions
 // always, its symbol specifications unless reuse is set and symbols has them fresh; those
-// it fetches go into symbols.
-func fetchState(ctx context.Context, s broker.Session, symbols *symbolCache, reuse bool) (reconcile.AccountState, error) {
+// it fetches go into symbols. QuotesAt is now for specifications read now (the read comes
+// after now: their quotes are at least as recent), else when the reused ones were read.
+func fetchState(ctx context.Context, s broker.Session, symbols *symbolCache, reuse bool, now time.Time) (reconcile.AccountState, error) {
 	var st reconcile.AccountState
 	var err error
 	if st.Info, err = s.Account(ctx); err != nil {
@@ -399,19 +421,26 @@ func fetchState(ctx context.Context, s broker.Session, symbols *symbolCache, reu
 		return st, err
 	}
 	if reuse {
-		if specs, ok := symbols.get(s); ok {
-			st.Symbols = specs
+		if specs, at, ok := symbols.get(s); ok {
+			st.Symbols, st.QuotesAt = specs, at
 			return st, nil
 		}
 	}
+	st.Symbols, err = fetchSymbols(ctx, s, symbols)
+	st.QuotesAt = now
+	return st, err
+}
+
+// fetchSymbols reads a session's symbol specifications and puts them into symbols.
+func fetchSymbols(ctx context.Context, s broker.Session, symbols *symbolCache) (map[string]broker.SymbolSpec, error) {
 	specs, err := s.Symbols(ctx)
 	if err != nil {
-		return st, err
+		return nil, err
 	}
-	st.Symbols = make(map[string]broker.SymbolSpec, len(specs))
+	byName := make(map[string]broker.SymbolSpec, len(specs))
 	for _, sp := range specs {
-		st.Symbols[sp.Name] = sp
+		byName[sp.Name] = sp
 	}
-	symbols.put(s, st.Symbols)
-	return st, nil
+	symbols.put(s, byName)
+	return byName, nil
 }

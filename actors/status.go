@@ -186,8 +186,8 @@ type Metrics struct {
 	OrdersExpired      atomic.Int64 // refused by the receiver: arrived after the lease trust ended
 	OrdersOther        atomic.Int64
 	DroppedWork        atomic.Int64
-	reconciles         [follower.CauseProtection + 1]atomic.Int64 // by follower.Cause
-	StopOuts           atomic.Int64                               // stop-outs (a breach of a drawdown or daily loss limit)
+	reconciles         [follower.CauseQuote + 1]atomic.Int64 // by follower.Cause
+	StopOuts           atomic.Int64                          // stop-outs (a breach of a drawdown or daily loss limit)
 	StaleWritesRefused atomic.Int64
 	Crashes            atomic.Int64
 	Cycles             atomic.Int64

@@ -49,18 +49,19 @@ func cacheable(s broker.Session) bool {
 	return s != nil && reflect.TypeOf(s).Comparable()
 }
 
-// get returns s's specifications if they were fetched less than maxAge ago.
-func (c *symbolCache) get(s broker.Session) (map[string]broker.SymbolSpec, bool) {
+// get returns s's specifications and when they were fetched, if that was less than
+// maxAge ago.
+func (c *symbolCache) get(s broker.Session) (map[string]broker.SymbolSpec, time.Time, bool) {
 	if c == nil || !cacheable(s) {
-		return nil, false
+		return nil, time.Time{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[s]
 	if !ok || c.now().Sub(e.at) >= c.maxAge {
-		return nil, false
+		return nil, time.Time{}, false
 	}
-	return e.specs, true
+	return e.specs, e.at, true
 }
 
 // put records specs as s's, fetched now, and drops entries older than maxAge (sessions

@@ -90,3 +90,57 @@ func TestPeriodicRepairsReuseSymbolSpecs(t *testing.T) {
 		t.Fatalf("%d entries after the others aged out, want 1", n)
 	}
 }
+
+// TestPeriodicRepairReadsAQuoteForALateCopy: a periodic repair that finds a master
+// position to copy late, under a price-deviation bound, reads the follower's symbols again
+// instead of checking the copy against the quote of the reused specifications (35 s old),
+// and plans it against the quote it read.
+func TestPeriodicRepairReadsAQuoteForALateCopy(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0)
+	srv := sim.New(sim.Config{Seed: 1, AutoProvision: true, Clock: func() time.Time { return now },
+		DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e5, Leverage: 100, Mode: broker.Hedging},
+		Symbols: []sim.SymbolConfig{{Name: "EURUSD", ContractSize: 100000, MinLot: 0.01, MaxLot: 100, LotStep: 0.01, Digits: 5, SpreadPoints: 10, Price: 1.085}}})
+	var asked atomic.Int64
+	session := func(login string) *countingSession {
+		t.Helper()
+		s, err := srv.Connect(ctx, broker.Credentials{Login: login})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &countingSession{Session: s, symbols: &asked}
+	}
+	master, fol := session("m1"), session("f1")
+	cache := newSymbolCache(time.Minute, func() time.Time { return now })
+	settings := reconcile.DefaultSettings()
+	settings.Window.MaxDeviationPoints = 30
+	link := reconcile.Link{ID: 5, Magic: 9, Settings: settings}
+	reconcileOnce := func(cause follower.Cause) reconcileResponse {
+		t.Helper()
+		req := reconcileRequest{accountID: 2, follower: fol, masters: map[int64]broker.Session{1: master},
+			ask: follower.Ask{Cause: cause, Masters: []int64{1}, Links: []follower.AskLink{{MasterID: 1, Link: link}}}}
+		resp := runReconcile(ctx, req, now, cache)
+		if resp.Err != nil {
+			t.Fatal(resp.Err)
+		}
+		return resp
+	}
+	reconcileOnce(follower.CauseStart)
+	asked.Store(0)
+	now = now.Add(30 * time.Second)
+	srv.SetPrice("EURUSD", 1.2) // 11,500 points from the reused quote
+	if _, err := srv.MasterOpen(ctx, "m1", broker.MasterOpenRequest{Symbol: "EURUSD", Side: broker.Buy, Volume: 1, Magic: 1}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(5 * time.Second)
+	resp := reconcileOnce(follower.CausePeriodic)
+	if got := asked.Load(); got != 1 {
+		t.Fatalf("%d symbol lists asked, want 1 (the follower's, for its quote)", got)
+	}
+	if !resp.Follower.QuotesAt.Equal(now) {
+		t.Fatalf("follower quotes dated %v, want the repair's %v", resp.Follower.QuotesAt, now)
+	}
+	if plan := resp.Plans[link.ID]; len(plan.Actions) != 1 || plan.Actions[0].Kind != reconcile.Open || plan.NeedsQuote() {
+		t.Fatalf("plan %+v, want the late copy opened against the current quote", plan)
+	}
+}

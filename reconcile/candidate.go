@@ -62,9 +62,14 @@ func (p *planner) evaluate(m broker.Position) (candidate, bool) {
 	}
 	side, msl, mtp := copySide(p.s, m)
 	price := expectedPrice(spec, side, m.OpenPrice)
-	if maxDev := p.s.Window.MaxDeviationPoints; maxDev > 0 && quoted(spec, side) && point(spec) > 0 {
-		if dev := math.Abs(price-m.OpenPrice) / point(spec); dev > maxDev+1e-9 {
-			return skip(SkipPriceDeviation, "%s %v vs master open %v: %.1f points > %v", sym, price, m.OpenPrice, dev, maxDev)
+	if maxDev := p.s.Window.MaxDeviationPoints; maxDev > 0 && point(spec) > 0 {
+		if quoted(spec, side) {
+			if dev := math.Abs(price-m.OpenPrice) / point(spec); dev > maxDev+1e-9 {
+				return skip(SkipPriceDeviation, "%s %v vs master open %v: %.1f points > %v", sym, price, m.OpenPrice, dev, maxDev)
+			}
+		} else if late := p.in.Now.Sub(m.OpenTime); p.quotesStale && late > QuoteMaxAge && quoted(p.in.Follower.Symbols[sym], side) {
+			// A late copy's price must be checked against a current quote: read one.
+			return skip(SkipQuoteStale, "%s: copy %s after the master's open, quote read %s ago", sym, late.Round(time.Millisecond), p.in.Now.Sub(p.in.Follower.QuotesAt).Round(time.Millisecond))
 		}
 	}
 	sl, tp := wantStops(p.s.Stops, spec, side, msl, mtp, price)

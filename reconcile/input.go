@@ -59,7 +59,19 @@ type AccountState struct {
 	Positions []broker.Position
 	// Symbols are the account's symbol specs by name.
 	Symbols map[string]broker.SymbolSpec
+	// QuotesAt is when the Bid and Ask in Symbols were read, on Input.Now's clock. A plan
+	// more than QuoteMaxAge later treats them as unknown: the follower's price it compares
+	// a late copy with (Window.MaxDeviationPoints) and bases stops and risk sizing on must be
+	// the market's, not that of the last symbol read (minutes or hours ago on the event
+	// path). Zero: read with the plan (a caller that plans on symbols it just read).
+	QuotesAt time.Time
 }
+
+// QuoteMaxAge is how old a follower's quote may be and still count as its current price.
+// It also bounds the copies the quote matters for: a copy later than this after its master
+// position opened, with a price-deviation bound and only an older quote, is skipped with
+// SkipQuoteStale, which asks the engine to read the follower's symbols again and plan.
+const QuoteMaxAge = 2 * time.Second
 
 // Input is everything one plan looks at: one link, its master and its follower.
 type Input struct {
@@ -91,6 +103,17 @@ type Result struct {
 	// Untrack lists ticket map entries to drop (mark closed): their master position is
 	// closed and their copy is gone (on a netting follower: their master position is closed).
 	Untrack []TicketMapEntry
+}
+
+// NeedsQuote reports whether a copy waits for a current quote of the follower
+// (SkipQuoteStale): the engine reads the follower's symbols again and plans.
+func (r Result) NeedsQuote() bool {
+	for _, s := range r.Skipped {
+		if s.Reason == SkipQuoteStale {
+			return true
+		}
+	}
+	return false
 }
 
 // Converged reports whether the plan asks for nothing: no action and no ticket map change.

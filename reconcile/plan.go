@@ -48,10 +48,13 @@ type planner struct {
 	entries  []TicketMapEntry // this link's, sorted by master then follower ticket; only read (may be the caller's)
 	res      Result
 	copied   map[int64]bool // closeAll: master tickets that have (or had) a copy
+	// quotesStale: the follower's quotes are older than QuoteMaxAge; followerSpec hides them.
+	quotesStale bool
 }
 
 func plan(in Input, sc scope) Result {
 	p := &planner{in: in, s: in.Link.Settings, sc: sc}
+	p.quotesStale = !in.Follower.QuotesAt.IsZero() && in.Now.Sub(in.Follower.QuotesAt) > QuoteMaxAge
 	if !p.valid() {
 		return p.res
 	}
@@ -238,11 +241,15 @@ func (p *planner) finish() Result {
 	return p.res
 }
 
-// followerSpec returns the follower's spec of a symbol.
+// followerSpec returns the follower's spec of a symbol, without its quote when the quote is
+// stale (an unknown price is the master's for stops and sizing, and checks no deviation).
 func (p *planner) followerSpec(name string) (broker.SymbolSpec, bool) {
 	s, ok := p.in.Follower.Symbols[name]
 	if ok && s.Name == "" {
 		s.Name = name
+	}
+	if p.quotesStale {
+		s.Bid, s.Ask = 0, 0
 	}
 	return s, ok
 }

@@ -61,6 +61,10 @@ const (
 	// SkipEquityUnknown: the sizing mode needs a balance or equity the trade server does
 	// not say (broker.AccountInfo.EquityUnknown, the master's or the follower's).
 	SkipEquityUnknown
+	// SkipQuoteStale: a copy later than QuoteMaxAge under a price-deviation bound, and the
+	// follower's quote is older than QuoteMaxAge: the engine reads its symbols again and
+	// plans with a current quote (Result.NeedsQuote).
+	SkipQuoteStale
 )
 
 // String returns the reason's snake_case name.
@@ -114,6 +118,8 @@ func (r SkipReason) String() string {
 		return "restricted"
 	case SkipEquityUnknown:
 		return "equity_unknown"
+	case SkipQuoteStale:
+		return "quote_stale"
 	}
 	return fmt.Sprintf("SkipReason(%d)", int8(r))
 }

@@ -276,6 +276,7 @@ func counterDefs() []counterDef {
 			{"config", reconciles(follower.CauseConfig)},
 			{"order_failed", reconciles(follower.CauseOrderFailed)},
 			{"protection", reconciles(follower.CauseProtection)},
+			{"stale_quote", reconciles(follower.CauseQuote)},
 			{"chained", reconciles(follower.CauseAgain)},
 		}},
 		{name: "copier_stopouts_total", help: "Stop-outs: a follower's or a link's drawdown or daily loss limit breached.",

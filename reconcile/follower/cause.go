@@ -16,11 +16,12 @@ const (
 	CauseConfig            // the configuration changed
 	CauseAgain             // something arrived during a reconcile that may predate it
 	CauseOrderFailed       // an order failed without executing (disconnected, market closed)
-	CauseProtection        // a stop-out started or ended (the last: actors sizes its metric array by it)
+	CauseProtection        // a stop-out started or ended
+	CauseQuote             // a late copy waits for a current quote (the last: actors sizes its metric array by it)
 )
 
 var causeNames = [...]string{"", "start", "gap", "unknown_epoch", "feed_restart", "gate_reopened",
-	"unknown_outcome", "periodic", "config", "again", "order_failed", "protection"}
+	"unknown_outcome", "periodic", "config", "again", "order_failed", "protection", "stale_quote"}
 
 // String is the cause's label ("" for CauseNone).
 func (c Cause) String() string {

@@ -94,6 +94,11 @@ func (c *Core) advance(now time.Time) {
 			}
 			res = reconcile.PlanAppliedEvent(*e.ev, c.input(l, c.masters[e.master], now))
 			r.sent = r.sent || len(res.Actions) > 0
+			if res.NeedsQuote() {
+				// A late copy is checked against the follower's current price: a reconcile
+				// reads it (and plans the copy) once this run is done.
+				c.repairSoon(CauseQuote, 0)
+			}
 		case runReconcile:
 			var found bool
 			if res, found = r.plans[l.id]; !found {
