@@ -100,7 +100,7 @@ func TestPeriodicRepairReadsAQuoteForALateCopy(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	srv := sim.New(sim.Config{Seed: 1, AutoProvision: true, Clock: func() time.Time { return now },
 		DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e5, Leverage: 100, Mode: broker.Hedging},
-		Symbols: []sim.SymbolConfig{{Name: "EURUSD", ContractSize: 100000, MinLot: 0.01, MaxLot: 100, LotStep: 0.01, Digits: 5, SpreadPoints: 10, Price: 1.085}}})
+		Symbols:        []sim.SymbolConfig{{Name: "EURUSD", ContractSize: 100000, MinLot: 0.01, MaxLot: 100, LotStep: 0.01, Digits: 5, SpreadPoints: 10, Price: 1.085}}})
 	var asked atomic.Int64
 	session := func(login string) *countingSession {
 		t.Helper()
