@@ -23,35 +23,47 @@ func (s countingSession) Symbols(ctx context.Context) ([]broker.SymbolSpec, erro
 	return s.Session.Symbols(ctx)
 }
 
+// countedSessions connects to srv as login, counting the symbol lists asked of the
+// sessions in asked.
+func countedSessions(t *testing.T, srv *sim.Server, asked *atomic.Int64) func(login string) *countingSession {
+	return func(login string) *countingSession {
+		t.Helper()
+		s, err := srv.Connect(context.Background(), broker.Credentials{Login: login})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &countingSession{Session: s, symbols: asked}
+	}
+}
+
+// reconcileLink runs the Reconciler's job for follower 2 and its one link, to master 1.
+func reconcileLink(t *testing.T, cause follower.Cause, fol, master broker.Session, link reconcile.Link, now time.Time, cache *symbolCache) reconcileResponse {
+	t.Helper()
+	req := reconcileRequest{accountID: 2, follower: fol, masters: map[int64]broker.Session{1: master},
+		ask: follower.Ask{Cause: cause, Masters: []int64{1}, Links: []follower.AskLink{{MasterID: 1, Link: link}}}}
+	resp := runReconcile(context.Background(), req, now, cache)
+	if resp.Err != nil {
+		t.Fatal(resp.Err)
+	}
+	return resp
+}
+
 // TestPeriodicRepairsReuseSymbolSpecs: a periodic repair takes the follower's and the
 // master's symbol specifications from the previous reconcile's reading while it is younger
 // than SymbolsMaxAge; a reconcile of any other cause reads them again (and refreshes what
 // later repairs reuse), and so does a periodic repair once the reading is as old as
 // SymbolsMaxAge. Each plan sees the specifications either way.
 func TestPeriodicRepairsReuseSymbolSpecs(t *testing.T) {
-	ctx := context.Background()
 	srv := sim.New(sim.Config{Seed: 1, AutoProvision: true, DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e5, Leverage: 100, Mode: broker.Hedging}})
 	var asked atomic.Int64
-	session := func(login string) *countingSession {
-		t.Helper()
-		s, err := srv.Connect(ctx, broker.Credentials{Login: login})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &countingSession{Session: s, symbols: &asked}
-	}
+	session := countedSessions(t, srv, &asked)
 	master, fol := session("m1"), session("f1")
 	now := time.Unix(1_800_000_000, 0)
 	cache := newSymbolCache(time.Minute, func() time.Time { return now })
 	link := reconcile.Link{ID: 5, Magic: 9, Settings: reconcile.DefaultSettings()}
 	reconcileOnce := func(cause follower.Cause) {
 		t.Helper()
-		req := reconcileRequest{accountID: 2, follower: fol, masters: map[int64]broker.Session{1: master},
-			ask: follower.Ask{Cause: cause, Masters: []int64{1}, Links: []follower.AskLink{{MasterID: 1, Link: link}}}}
-		resp := runReconcile(ctx, req, now, cache)
-		if resp.Err != nil {
-			t.Fatal(resp.Err)
-		}
+		resp := reconcileLink(t, cause, fol, master, link, now, cache)
 		if len(resp.Follower.Symbols) == 0 || len(resp.Masters[1].Symbols) == 0 {
 			t.Fatalf("%v reconcile: symbols of the follower %d, of the master %d", cause, len(resp.Follower.Symbols), len(resp.Masters[1].Symbols))
 		}
@@ -102,14 +114,7 @@ func TestPeriodicRepairReadsAQuoteForALateCopy(t *testing.T) {
 		DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e5, Leverage: 100, Mode: broker.Hedging},
 		Symbols:        []sim.SymbolConfig{{Name: "EURUSD", ContractSize: 100000, MinLot: 0.01, MaxLot: 100, LotStep: 0.01, Digits: 5, SpreadPoints: 10, Price: 1.085}}})
 	var asked atomic.Int64
-	session := func(login string) *countingSession {
-		t.Helper()
-		s, err := srv.Connect(ctx, broker.Credentials{Login: login})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &countingSession{Session: s, symbols: &asked}
-	}
+	session := countedSessions(t, srv, &asked)
 	master, fol := session("m1"), session("f1")
 	cache := newSymbolCache(time.Minute, func() time.Time { return now })
 	settings := reconcile.DefaultSettings()
@@ -117,13 +122,7 @@ func TestPeriodicRepairReadsAQuoteForALateCopy(t *testing.T) {
 	link := reconcile.Link{ID: 5, Magic: 9, Settings: settings}
 	reconcileOnce := func(cause follower.Cause) reconcileResponse {
 		t.Helper()
-		req := reconcileRequest{accountID: 2, follower: fol, masters: map[int64]broker.Session{1: master},
-			ask: follower.Ask{Cause: cause, Masters: []int64{1}, Links: []follower.AskLink{{MasterID: 1, Link: link}}}}
-		resp := runReconcile(ctx, req, now, cache)
-		if resp.Err != nil {
-			t.Fatal(resp.Err)
-		}
-		return resp
+		return reconcileLink(t, cause, fol, master, link, now, cache)
 	}
 	reconcileOnce(follower.CauseStart)
 	asked.Store(0)
