@@ -1,6 +1,7 @@
 package actors_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,7 +76,8 @@ func benchFanout(b *testing.B, followers int, viaFIX bool) {
 	}
 	ctx := context.Background()
 	db := storetest.NewDB(b)
-	s := sim.New(sim.Config{Seed: 1, AutoProvision: true, OrderLogLimit: 1024, DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e6, Leverage: 100, Mode: broker.Hedging}})
+	s := sim.New(sim.Config{Seed: 1, AutoProvision: true, OrderLogLimit: 1024, Symbols: benchSymbols(b),
+		DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e6, Leverage: 100, Mode: broker.Hedging}})
 	if err := s.Provision(ctx, broker.AccountSpec{Login: "m1", Currency: "USD", Balance: 1e6, Leverage: 100, Mode: broker.Hedging}); err != nil {
 		b.Fatal(err)
 	}
@@ -190,6 +193,22 @@ func benchFanout(b *testing.B, followers int, viaFIX bool) {
 	b.ReportMetric(takeover.Seconds(), "takeover-s")
 	b.ReportMetric(float64(after.heap-before.heap)/float64(followers)/1024, "heap-KiB/account")
 	b.ReportMetric(float64(heapHeld())/(1<<20), "heap-held-MiB")
+}
+
+// benchSymbols is the simulator's symbol list: its default eight, or with SYMBOLS=N (N > 8)
+// those and N − 8 more currency pairs, as a real trade server lists hundreds. Every
+// account's symbol specifications are read by its takeover's reconcile and kept.
+func benchSymbols(b *testing.B) []sim.SymbolConfig {
+	list := sim.DefaultSymbols()
+	n, err := strconv.Atoi(cmp.Or(os.Getenv("SYMBOLS"), "8"))
+	if err != nil || n < len(list) {
+		b.Fatalf("SYMBOLS=%q: want a count of at least %d", os.Getenv("SYMBOLS"), len(list))
+	}
+	for i := len(list); i < n; i++ {
+		list = append(list, sim.SymbolConfig{Name: fmt.Sprintf("FX%03dUSD", i), BaseCurrency: "EUR", QuoteCurrency: "USD", ContractSize: 100000,
+			MinLot: 0.01, MaxLot: 100, LotStep: 0.01, Digits: 5, SpreadPoints: 10 + i%7, Underlying: "EURUSD"})
+	}
+	return list
 }
 
 // heapHeld is the heap memory the process holds from the system now (mapped and not

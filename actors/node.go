@@ -45,9 +45,9 @@ type Config struct {
 	// EquityEvery is how often a follower with a stop-out limit (drawdown, daily loss)
 	// reads its equity between reconciles (default 5 s).
 	EquityEvery time.Duration
-	// SymbolsMaxAge is how long a periodic repair may reuse the symbol specifications an
-	// earlier reconcile read from a session (default 10 min); a reconcile of any other
-	// cause reads them again.
+	// SymbolsMaxAge is how long the symbol specifications an earlier reconcile read from a
+	// session are reused (default 10 min): a master's by every reconcile of its followers,
+	// a follower's by its periodic repairs (a reconcile of any other cause reads them again).
 	SymbolsMaxAge time.Duration
 	// NoListen turns the release notifications off (a pooler in transaction mode cannot
 	// deliver them): released accounts are then claimed at the interval's pace. By

@@ -35,8 +35,8 @@ type reconcilerConfig struct {
 	Concurrency  int           // fetch-and-plan jobs at once (default 16)
 	RatePerSec   float64       // jobs started per second (default 200)
 	FetchTimeout time.Duration // per job (default 15 s)
-	// SymbolsMaxAge is how long a periodic repair may reuse a session's symbol
-	// specifications (default 10 min; symbolCache).
+	// SymbolsMaxAge is how long a session's symbol specifications are reused: a master's by
+	// every reconcile, a follower's by its periodic repairs (default 10 min; symbolCache).
 	SymbolsMaxAge time.Duration
 	Now           func() time.Time
 }
@@ -356,11 +356,14 @@ func (r *reconciler) pump(ctx actor.Context) {
 }
 
 // runReconcile fetches the follower and its masters and plans every link: the
-// Reconciler's job. A periodic repair takes the sessions' symbol specifications from
-// symbols when they are fresh enough; a reconcile of any other cause fetches them. The
-// follower's quotes in reused specifications are as old as the entry: where a plan waits
-// for a current quote (a late copy under a price-deviation bound), the follower's
-// specifications are read again and every link planned anew.
+// Reconciler's job. A master's symbol specifications come from symbols whenever they are
+// fresh enough (a plan reads only their fixed parts, contract sizes: the master's session
+// is shared by its followers on this node, so a takeover of a thousand followers reads its
+// list once, and they share one map). The follower's are taken from symbols by a periodic
+// repair only; a reconcile of any other cause reads them. The follower's quotes in reused
+// specifications are as old as the entry: where a plan waits for a current quote (a late
+// copy under a price-deviation bound), the follower's specifications are read again and
+// every link planned anew.
 func runReconcile(ctx context.Context, req reconcileRequest, now time.Time, symbols *symbolCache) reconcileResponse {
 	resp := reconcileResponse{accountID: req.accountID, Reconciled: follower.Reconciled{
 		Masters: map[int64]reconcile.AccountState{}, Plans: map[int64]reconcile.Result{}}}
@@ -379,7 +382,7 @@ func runReconcile(ctx context.Context, req reconcileRequest, now time.Time, symb
 			resp.Err = fmt.Errorf("master %d: no session", l.MasterID)
 			return resp
 		}
-		ms, err := fetchState(ctx, sess, symbols, reuse, now)
+		ms, err := fetchState(ctx, sess, symbols, true, now)
 		if err != nil {
 			resp.Err = fmt.Errorf("master %d: %w", l.MasterID, err)
 			return resp

@@ -8,20 +8,22 @@ import (
 	"github.com/snapcopier/copier/broker"
 )
 
-// defaultSymbolsMaxAge is how long a periodic repair may reuse a session's symbol
-// specifications: many periods (10 s to a minute or so), so that most repairs ask the
-// trade server only for the account and its positions.
+// defaultSymbolsMaxAge is how long a session's symbol specifications are reused: many
+// periodic repairs (10 s to a minute or so apart), so that most repairs ask the trade
+// server only for the account and its positions.
 const defaultSymbolsMaxAge = 10 * time.Minute
 
-// symbolCache keeps each session's symbol specifications for the Reconciler's periodic
-// repairs. A reconcile fetched the follower's and every master's specifications each time
-// (a list of every symbol the server has: hundreds on a real one), though they change
-// only when the broker reconfigures a symbol; in a 20,000-follower run those two lists were
-// the largest single cost of the nodes' bridge reads. A repair of any other cause (a
-// start, a gap, an unknown outcome, a failed order, ...) fetches them again and refreshes
-// the entry, so what a periodic repair reuses is never older than maxAge. An entry is
-// kept per session: a reconnected account has a new one and starts afresh. The specs map
-// is shared by every reconcile that reuses it, and nothing changes it after it is made.
+// symbolCache keeps each session's symbol specifications for the Reconciler. A reconcile
+// fetched the follower's and every master's specifications each time (a list of every
+// symbol the server has: hundreds on a real one), though they change only when the broker
+// reconfigures a symbol; in a 20,000-follower run those two lists were the largest single
+// cost of the nodes' bridge reads. A master's entry serves every reconcile of its
+// followers (they plan with its contract sizes only); a follower's serves its periodic
+// repairs, and a reconcile of any other cause (a start, a gap, an unknown outcome, a
+// failed order, ...) fetches them again and refreshes the entry. Nothing reused is older
+// than maxAge. An entry is kept per session: a reconnected account has a new one and
+// starts afresh. The specs map is shared by every reconcile that reuses it, and nothing
+// changes it after it is made.
 type symbolCache struct {
 	maxAge time.Duration
 	now    func() time.Time

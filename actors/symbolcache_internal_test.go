@@ -48,16 +48,15 @@ func reconcileLink(t *testing.T, cause follower.Cause, fol, master broker.Sessio
 	return resp
 }
 
-// TestPeriodicRepairsReuseSymbolSpecs: a periodic repair takes the follower's and the
-// master's symbol specifications from the previous reconcile's reading while it is younger
-// than SymbolsMaxAge; a reconcile of any other cause reads them again (and refreshes what
-// later repairs reuse), and so does a periodic repair once the reading is as old as
-// SymbolsMaxAge. Each plan sees the specifications either way.
-func TestPeriodicRepairsReuseSymbolSpecs(t *testing.T) {
+// TestReconcilesReuseSymbolSpecs: every reconcile takes the master's symbol
+// specifications from an earlier reading while it is younger than SymbolsMaxAge; a
+// periodic repair takes the follower's the same way, and a reconcile of any other cause
+// reads the follower's again (and refreshes what later repairs reuse). Each plan sees the
+// specifications either way.
+func TestReconcilesReuseSymbolSpecs(t *testing.T) {
 	srv := sim.New(sim.Config{Seed: 1, AutoProvision: true, DefaultAccount: broker.AccountSpec{Currency: "USD", Balance: 1e5, Leverage: 100, Mode: broker.Hedging}})
-	var asked atomic.Int64
-	session := countedSessions(t, srv, &asked)
-	master, fol := session("m1"), session("f1")
+	var ofFollower, ofMaster atomic.Int64
+	master, fol := countedSessions(t, srv, &ofMaster)("m1"), countedSessions(t, srv, &ofFollower)("f1")
 	now := time.Unix(1_800_000_000, 0)
 	cache := newSymbolCache(time.Minute, func() time.Time { return now })
 	link := reconcile.Link{ID: 5, Magic: 9, Settings: reconcile.DefaultSettings()}
@@ -68,33 +67,33 @@ func TestPeriodicRepairsReuseSymbolSpecs(t *testing.T) {
 			t.Fatalf("%v reconcile: symbols of the follower %d, of the master %d", cause, len(resp.Follower.Symbols), len(resp.Masters[1].Symbols))
 		}
 	}
-	expect := func(what string, want int64) {
+	expect := func(what string, follower, master int64) {
 		t.Helper()
-		if got := asked.Swap(0); got != want {
-			t.Fatalf("%s: %d symbol lists asked of the sessions, want %d", what, got, want)
+		if f, m := ofFollower.Swap(0), ofMaster.Swap(0); f != follower || m != master {
+			t.Fatalf("%s: symbol lists asked of the follower %d, of the master %d; want %d, %d", what, f, m, follower, master)
 		}
 	}
 	reconcileOnce(follower.CauseStart)
-	expect("first reconcile", 2)
+	expect("first reconcile", 1, 1)
 	reconcileOnce(follower.CausePeriodic)
 	now = now.Add(59 * time.Second)
 	reconcileOnce(follower.CausePeriodic)
-	expect("periodic repairs within the age", 0)
-	for _, c := range []follower.Cause{follower.CauseGap, follower.CauseUnknown, follower.CauseOrderFailed, follower.CauseAgain, follower.CauseConfig} {
+	expect("periodic repairs within the age", 0, 0)
+	for _, c := range []follower.Cause{follower.CauseStart, follower.CauseGap, follower.CauseUnknown, follower.CauseOrderFailed, follower.CauseAgain, follower.CauseConfig} {
 		reconcileOnce(c)
-		expect(c.String()+" reconcile", 2)
+		expect(c.String()+" reconcile", 1, 0)
 	}
-	now = now.Add(59 * time.Second) // 59 s after the last reading (the config reconcile's)
+	now = now.Add(59 * time.Second) // 59 s after the follower's last reading, 118 s after the master's
 	reconcileOnce(follower.CausePeriodic)
-	expect("a periodic repair 59 s after a reading", 0)
+	expect("a periodic repair 59 s after the follower's reading", 0, 1)
 	now = now.Add(time.Second)
 	reconcileOnce(follower.CausePeriodic)
-	expect("a periodic repair once the reading is SymbolsMaxAge old", 2)
+	expect("a periodic repair once the follower's reading is SymbolsMaxAge old", 1, 0)
 
 	// A reconnected account has a session of its own: nothing carries over.
-	fol = session("f1")
+	fol = countedSessions(t, srv, &ofFollower)("f1")
 	reconcileOnce(follower.CausePeriodic)
-	expect("a periodic repair on a new follower session", 1)
+	expect("a periodic repair on a new follower session", 1, 0)
 	// Entries of sessions gone are dropped once they are SymbolsMaxAge old.
 	now = now.Add(2 * time.Minute)
 	cache.put(master, nil)

@@ -96,7 +96,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Minute, "reconcile every account this often to repair drift (negative: never)")
 	fs.DurationVar(&f.equityEvery, "equity-every", 5*time.Second, "read the equity of followers with a stop-out limit this often")
 	fs.DurationVar(&f.statusEvery, "status-every", 5*time.Second, "write a follower's status row and positions snapshot at most this often while only its figures change (balance, equity, last copy, positions); a new phase or error goes at once")
-	fs.DurationVar(&f.symbolsMaxAge, "symbols-max-age", 10*time.Minute, "a periodic repair reuses the symbol specifications read from an account's trade server up to this long; any other reconcile reads them again")
+	fs.DurationVar(&f.symbolsMaxAge, "symbols-max-age", 10*time.Minute, "symbol specifications read from a trade server are reused up to this long: a master's by every reconcile, a follower's by its periodic repairs (any other reconcile reads them again)")
 	fs.DurationVar(&f.ticketHistory, "ticket-history", 30*24*time.Hour, "delete closed ticket-map rows (which follower position copied which master position) this long after they closed (0: keep them forever)")
 	fs.DurationVar(&f.orderTimeout, "order-timeout", 10*time.Second, "deadline of one broker call")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", leasekeeper.DefaultShutdownTimeout, "how long a clean shutdown may take (systemd's TimeoutStopSec and Kubernetes' terminationGracePeriodSeconds must exceed it)")
