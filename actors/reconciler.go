@@ -359,17 +359,19 @@ func (r *reconciler) pump(ctx actor.Context) {
 // Reconciler's job. A master's symbol specifications come from symbols whenever they are
 // fresh enough (a plan reads only their fixed parts, contract sizes: the master's session
 // is shared by its followers on this node, so a takeover of a thousand followers reads its
-// list once, and they share one map). The follower's are taken from symbols by a periodic
-// repair only; a reconcile of any other cause reads them. The follower's quotes in reused
-// specifications are as old as the entry: where a plan waits for a current quote (a late
-// copy under a price-deviation bound), the follower's specifications are read again and
-// every link planned anew.
+// list once). The follower's are taken from symbols by a periodic repair only; a reconcile
+// of any other cause reads them, plans with their quotes, and then keeps the map that
+// symbols shares among the accounts of the same server. The follower's quotes in reused
+// specifications are as old as their reading: where a plan waits for a current quote (a
+// late copy under a price-deviation bound), the follower's specifications are read again
+// and every link planned anew.
 func runReconcile(ctx context.Context, req reconcileRequest, now time.Time, symbols *symbolCache) reconcileResponse {
 	resp := reconcileResponse{accountID: req.accountID, Reconciled: follower.Reconciled{
 		Masters: map[int64]reconcile.AccountState{}, Plans: map[int64]reconcile.Result{}}}
 	reuse := req.ask.Cause == follower.CausePeriodic
 	var err error
-	if resp.Follower, err = fetchState(ctx, req.follower, symbols, reuse, now); err != nil {
+	var read bool // the follower's specifications were read by this reconcile
+	if resp.Follower, read, err = fetchState(ctx, req.follower, symbols, reuse, now); err != nil {
 		resp.Err = fmt.Errorf("follower %d: %w", req.accountID, err)
 		return resp
 	}
@@ -382,10 +384,13 @@ func runReconcile(ctx context.Context, req reconcileRequest, now time.Time, symb
 			resp.Err = fmt.Errorf("master %d: no session", l.MasterID)
 			return resp
 		}
-		ms, err := fetchState(ctx, sess, symbols, true, now)
+		ms, read, err := fetchState(ctx, sess, symbols, true, now)
 		if err != nil {
 			resp.Err = fmt.Errorf("master %d: %w", l.MasterID, err)
 			return resp
+		}
+		if read {
+			ms.Symbols, ms.QuotesAt = symbols.share(sess, ms.Symbols, ms.QuotesAt)
 		}
 		resp.Masters[l.MasterID] = ms
 	}
@@ -398,44 +403,45 @@ func runReconcile(ctx context.Context, req reconcileRequest, now time.Time, symb
 		}
 		return needsQuote
 	}
-	if !planAll() || !reuse {
-		return resp
+	if planAll() && !read {
+		if resp.Follower.Symbols, err = fetchSymbols(ctx, req.follower); err != nil {
+			resp.Err = fmt.Errorf("follower %d: %w", req.accountID, err)
+			return resp
+		}
+		resp.Follower.QuotesAt, read = now, true
+		planAll()
 	}
-	if resp.Follower.Symbols, err = fetchSymbols(ctx, req.follower, symbols); err != nil {
-		resp.Err = fmt.Errorf("follower %d: %w", req.accountID, err)
-		return resp
+	if read {
+		resp.Follower.Symbols, resp.Follower.QuotesAt = symbols.share(req.follower, resp.Follower.Symbols, resp.Follower.QuotesAt)
 	}
-	resp.Follower.QuotesAt = now
-	planAll()
 	return resp
 }
 
 // fetchState reads an account from its session: its account information and positions
-// always, its symbol specifications unless reuse is set and symbols has them fresh; those
-// it fetches go into symbols. QuotesAt is now for specifications read now (the read comes
-// after now: their quotes are at least as recent), else when the reused ones were read.
-func fetchState(ctx context.Context, s broker.Session, symbols *symbolCache, reuse bool, now time.Time) (reconcile.AccountState, error) {
-	var st reconcile.AccountState
-	var err error
+// always, its symbol specifications unless reuse is set and symbols has them fresh
+// (read reports that they were read). QuotesAt is now for specifications read now (the
+// read comes after now: their quotes are at least as recent), else when the reused ones'
+// quotes were read.
+func fetchState(ctx context.Context, s broker.Session, symbols *symbolCache, reuse bool, now time.Time) (st reconcile.AccountState, read bool, err error) {
 	if st.Info, err = s.Account(ctx); err != nil {
-		return st, err
+		return st, false, err
 	}
 	if st.Positions, err = s.Positions(ctx); err != nil {
-		return st, err
+		return st, false, err
 	}
 	if reuse {
 		if specs, at, ok := symbols.get(s); ok {
 			st.Symbols, st.QuotesAt = specs, at
-			return st, nil
+			return st, false, nil
 		}
 	}
-	st.Symbols, err = fetchSymbols(ctx, s, symbols)
+	st.Symbols, err = fetchSymbols(ctx, s)
 	st.QuotesAt = now
-	return st, err
+	return st, err == nil, err
 }
 
-// fetchSymbols reads a session's symbol specifications and puts them into symbols.
-func fetchSymbols(ctx context.Context, s broker.Session, symbols *symbolCache) (map[string]broker.SymbolSpec, error) {
+// fetchSymbols reads a session's symbol specifications, by name.
+func fetchSymbols(ctx context.Context, s broker.Session) (map[string]broker.SymbolSpec, error) {
 	specs, err := s.Symbols(ctx)
 	if err != nil {
 		return nil, err
@@ -444,6 +450,5 @@ func fetchSymbols(ctx context.Context, s broker.Session, symbols *symbolCache) (
 	for _, sp := range specs {
 		byName[sp.Name] = sp
 	}
-	symbols.put(s, byName)
 	return byName, nil
 }

@@ -31,18 +31,20 @@ type symbolCache struct {
 	mu      sync.Mutex
 	entries map[broker.Session]symbolEntry
 	swept   time.Time
+	tables  *symbolTables // the maps, shared by the sessions of one trade server
 }
 
 type symbolEntry struct {
-	specs map[string]broker.SymbolSpec
-	at    time.Time
+	specs    map[string]broker.SymbolSpec
+	at       time.Time // when the session's specifications were read
+	quotesAt time.Time // when the quotes in specs were read (a shared map's: at or before)
 }
 
 func newSymbolCache(maxAge time.Duration, now func() time.Time) *symbolCache {
 	if maxAge <= 0 {
 		maxAge = defaultSymbolsMaxAge
 	}
-	return &symbolCache{maxAge: maxAge, now: now, entries: map[broker.Session]symbolEntry{}}
+	return &symbolCache{maxAge: maxAge, now: now, entries: map[broker.Session]symbolEntry{}, tables: newSymbolTables(maxAge)}
 }
 
 // cacheable reports whether s can be a map key (every broker's session is a pointer;
@@ -51,8 +53,8 @@ func cacheable(s broker.Session) bool {
 	return s != nil && reflect.TypeOf(s).Comparable()
 }
 
-// get returns s's specifications and when they were fetched, if that was less than
-// maxAge ago.
+// get returns s's specifications and when their quotes were read, if the specifications
+// were read less than maxAge ago.
 func (c *symbolCache) get(s broker.Session) (map[string]broker.SymbolSpec, time.Time, bool) {
 	if c == nil || !cacheable(s) {
 		return nil, time.Time{}, false
@@ -63,19 +65,31 @@ func (c *symbolCache) get(s broker.Session) (map[string]broker.SymbolSpec, time.
 	if !ok || c.now().Sub(e.at) >= c.maxAge {
 		return nil, time.Time{}, false
 	}
-	return e.specs, e.at, true
+	return e.specs, e.quotesAt, true
 }
 
-// put records specs as s's, fetched now, and drops entries older than maxAge (sessions
-// that ended, or accounts that moved to another node) once per maxAge.
-func (c *symbolCache) put(s broker.Session, specs map[string]broker.SymbolSpec) {
-	if c == nil || !cacheable(s) {
-		return
+// share records specs, just read from s with their quotes read at quotesAt, as s's, and
+// returns the map to keep instead (one shared by the sessions whose servers list the same
+// specifications: symbolTables) with when its quotes were read.
+func (c *symbolCache) share(s broker.Session, specs map[string]broker.SymbolSpec, quotesAt time.Time) (map[string]broker.SymbolSpec, time.Time) {
+	if c == nil {
+		return specs, quotesAt
 	}
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries[s] = symbolEntry{specs: specs, at: now}
+	specs, quotesAt = c.tables.share(specs, quotesAt, now)
+	if cacheable(s) {
+		c.put(s, symbolEntry{specs: specs, at: now, quotesAt: quotesAt})
+	}
+	return specs, quotesAt
+}
+
+// put records e as s's and drops entries older than maxAge (sessions that ended, or
+// accounts that moved to another node) once per maxAge. c.mu is held.
+func (c *symbolCache) put(s broker.Session, e symbolEntry) {
+	now := e.at
+	c.entries[s] = e
 	if now.Sub(c.swept) < c.maxAge {
 		return
 	}
