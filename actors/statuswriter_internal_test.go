@@ -164,12 +164,10 @@ func TestAFlushWritesReportsNotYetDue(t *testing.T) {
 	ctx := context.Background()
 	db, e, system, writer, _, epoch := newWriterFixture(t)
 	e.started = time.Now()
-	e.writes.put(&accountRows{id: 1, epoch: epoch, hasReport: true, report: report{
-		status:  store.AccountStatus{ID: 1, Epoch: epoch, Status: "copying", Balance: 1234, Equity: 1200, At: time.Now()},
-		snap:    snapshotUpdate{row: store.PositionsSnapshot{ID: 1, Epoch: epoch, SeenAt: time.Now()}},
-		hasSnap: true,
-		due:     e.elapsed() + time.Hour,
-	}})
+	rep := copyingReport(epoch, 1234)
+	rep.snap, rep.hasSnap = snapshotUpdate{row: store.PositionsSnapshot{ID: 1, Epoch: epoch, SeenAt: time.Now()}}, true
+	rep.due = e.elapsed() + time.Hour
+	e.writes.put(&accountRows{id: 1, epoch: epoch, hasReport: true, report: rep})
 	if done := flushWriter(t, system, writer); done.Err != nil {
 		t.Fatalf("flush: %v", done.Err)
 	}
@@ -194,9 +192,7 @@ func TestAFailedReportIsWrittenByTheNextFlush(t *testing.T) {
 	ctx := context.Background()
 	db, e, system, writer, _, epoch := newWriterFixture(t)
 	e.started = time.Now()
-	e.writes.put(&accountRows{id: 1, epoch: epoch, hasReport: true, report: report{
-		status: store.AccountStatus{ID: 1, Epoch: epoch, Status: "copying", Balance: 4321, Equity: 4300, At: time.Now()},
-	}})
+	e.writes.put(&accountRows{id: 1, epoch: epoch, hasReport: true, report: copyingReport(epoch, 4321)})
 	failFlushOnTheLock(t, db, system, writer)
 	if done := flushWriter(t, system, writer); done.Err != nil {
 		t.Fatalf("second flush: %v", done.Err)
@@ -208,6 +204,11 @@ func TestAFailedReportIsWrittenByTheNextFlush(t *testing.T) {
 	if balance == nil || *balance != 4321 {
 		t.Errorf("after the second flush the balance is %v, want the failed write's report (4321)", balance)
 	}
+}
+
+// copyingReport is account 1's report at epoch: copying, with the balance given.
+func copyingReport(epoch int64, balance float64) report {
+	return report{status: store.AccountStatus{ID: 1, Epoch: epoch, Status: "copying", Balance: balance, Equity: balance - 34, At: time.Now()}}
 }
 
 // flushWriter asks the StatusWriter for a Flush and returns its answer.

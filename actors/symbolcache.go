@@ -80,23 +80,23 @@ func (c *symbolCache) share(s broker.Session, specs map[string]broker.SymbolSpec
 	defer c.mu.Unlock()
 	specs, quotesAt = c.tables.share(specs, quotesAt, now)
 	if cacheable(s) {
-		c.put(s, symbolEntry{specs: specs, at: now, quotesAt: quotesAt})
+		c.entries[s] = symbolEntry{specs: specs, at: now, quotesAt: quotesAt}
+		// Sessions that ended, or accounts that moved to another node.
+		dropStale(c.entries, &c.swept, now, c.maxAge, func(e symbolEntry) time.Time { return e.at })
 	}
 	return specs, quotesAt
 }
 
-// put records e as s's and drops entries older than maxAge (sessions that ended, or
-// accounts that moved to another node) once per maxAge. c.mu is held.
-func (c *symbolCache) put(s broker.Session, e symbolEntry) {
-	now := e.at
-	c.entries[s] = e
-	if now.Sub(c.swept) < c.maxAge {
+// dropStale deletes the entries of m whose time (at) is maxAge old, at most once per
+// maxAge (*swept is when it last did).
+func dropStale[K comparable, V any](m map[K]V, swept *time.Time, now time.Time, maxAge time.Duration, at func(V) time.Time) {
+	if now.Sub(*swept) < maxAge {
 		return
 	}
-	c.swept = now
-	for k, e := range c.entries {
-		if now.Sub(e.at) >= c.maxAge {
-			delete(c.entries, k)
+	*swept = now
+	for k, v := range m {
+		if now.Sub(at(v)) >= maxAge {
+			delete(m, k)
 		}
 	}
 }

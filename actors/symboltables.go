@@ -39,7 +39,8 @@ func newSymbolTables(maxAge time.Duration) *symbolTables {
 // share returns the table whose specifications are those of specs, read at read, and
 // when its own were read; specs becomes that table when there is none or it is maxAge old.
 func (t *symbolTables) share(specs map[string]broker.SymbolSpec, read, now time.Time) (map[string]broker.SymbolSpec, time.Time) {
-	t.sweep(now)
+	// Tables neither made nor shared for maxAge.
+	dropStale(t.byKey, &t.swept, now, t.maxAge, func(tab *symbolTable) time.Time { return tab.used })
 	key := t.key(specs)
 	if tab := t.byKey[key]; tab != nil && now.Sub(tab.read) < t.maxAge && sameSpecs(tab.specs, specs) {
 		tab.used = now
@@ -58,19 +59,6 @@ func (t *symbolTables) key(specs map[string]broker.SymbolSpec) uint64 {
 		sum += maphash.Comparable(t.seed, namedSpec{name, withoutQuote(s)})
 	}
 	return sum
-}
-
-// sweep drops, once per maxAge, the tables not made or shared for maxAge.
-func (t *symbolTables) sweep(now time.Time) {
-	if now.Sub(t.swept) < t.maxAge {
-		return
-	}
-	t.swept = now
-	for k, tab := range t.byKey {
-		if now.Sub(tab.used) >= t.maxAge {
-			delete(t.byKey, k)
-		}
-	}
 }
 
 // namedSpec is a map entry: its key and its specification.
