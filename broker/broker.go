@@ -238,6 +238,19 @@ type OrderResult struct {
 	Price      float64 // execution price (0 for Modify)
 	Volume     float64 // volume executed
 	ServerTime time.Time
+	// Funds are the account's balance and equity right after the order, where the trade
+	// server says them with the result (the simulator and the bridge do; FIX does not).
+	Funds Funds
+}
+
+// Funds are an account's balance and equity at one moment, as a trade server reports them
+// beside an order's result or a feed event. Sizing by balance or equity reads the latest
+// the engine has: a close changes the balance at once, and a reading minutes old sizes
+// copies on money the account no longer has.
+type Funds struct {
+	Known   bool // the server said them; when false Balance and Equity are not the account's
+	Balance float64
+	Equity  float64
 }
 
 // EventKind is what happened to a master position.
@@ -279,6 +292,9 @@ type Event struct {
 	Kind       EventKind
 	Position   Position
 	ServerTime time.Time
+	// Funds are the master account's balance and equity right after the event, where the
+	// trade server says them (the simulator and the bridge do).
+	Funds Funds
 }
 
 // Broker opens trading sessions.

@@ -31,6 +31,12 @@ func decodeFrameFast(p []byte) (f *inFrame, ok bool) {
 // object reads a whole payload that is one JSON object whose member names are all in
 // members, each at most once and without escapes; read reads the value of each.
 func (d *fastDecoder) object(members map[string]int, read func(member int) bool) bool {
+	return d.inner(members, read) && d.end()
+}
+
+// inner reads one JSON object as object does, where it stands: what follows is the
+// caller's to read.
+func (d *fastDecoder) inner(members map[string]int, read func(member int) bool) bool {
 	d.space()
 	if !d.byte('{') {
 		return false
@@ -38,7 +44,7 @@ func (d *fastDecoder) object(members map[string]int, read func(member int) bool)
 	var seen uint64
 	d.space()
 	if d.byte('}') {
-		return d.end()
+		return true
 	}
 	for {
 		d.space()
@@ -63,7 +69,7 @@ func (d *fastDecoder) object(members map[string]int, read func(member int) bool)
 		if d.byte(',') {
 			continue
 		}
-		return d.byte('}') && d.end()
+		return d.byte('}')
 	}
 }
 
@@ -489,8 +495,8 @@ func valueMember(buf *bytes.Buffer, name string, v any) bool {
 }
 
 // decodeOrderResultFast decodes an order's result (the client reads one per order) as
-// json.Unmarshal would, for the plain form the bridge server writes: the four members,
-// plain numbers, the server time as a plain string (parsed by time.Time's own
+// json.Unmarshal would, for the plain form the bridge server writes: the four members and
+// the optional funds object, plain numbers, the server time as a plain string (parsed by time.Time's own
 // UnmarshalJSON, as encoding/json does); false for anything else, and w is then to be
 // decoded by json.Unmarshal (TestDecodeOrderResultFastIsUnmarshal).
 func decodeOrderResultFast(p []byte, w *wireOrderResult) bool {
@@ -504,6 +510,21 @@ func decodeOrderResultFast(p []byte, w *wireOrderResult) bool {
 			return d.float(&r.Price)
 		case 2:
 			return d.float(&r.Volume)
+		case 4:
+			var f wireFunds
+			if r.Funds != nil {
+				f = *r.Funds // as json.Unmarshal: members the object lacks keep their values
+			}
+			if !d.inner(fundsMembers, func(m int) bool {
+				if m == 0 {
+					return d.float(&f.Balance)
+				}
+				return d.float(&f.Equity)
+			}) {
+				return false
+			}
+			r.Funds = &f
+			return true
 		default:
 			start := d.i
 			if _, ok := d.plainString(); !ok {
@@ -518,7 +539,10 @@ func decodeOrderResultFast(p []byte, w *wireOrderResult) bool {
 	return ok
 }
 
-var orderResultMembers = map[string]int{"ticket": 0, "price": 1, "volume": 2, "server_time": 3}
+var (
+	orderResultMembers = map[string]int{"ticket": 0, "price": 1, "volume": 2, "server_time": 3, "funds": 4}
+	fundsMembers       = map[string]int{"balance": 0, "equity": 1}
+)
 
 // float reads a number in JSON's grammar that strconv.ParseFloat takes as a float64.
 func (d *fastDecoder) float(v *float64) bool {

@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -359,15 +360,25 @@ func BenchmarkFrameCodec(b *testing.B) {
 // a zero and from a filled value.
 func TestDecodeOrderResultFastIsUnmarshal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
-	filled := wireOrderResult{Ticket: 9, Price: 9, Volume: 9, ServerTime: time.Unix(9, 0)}
+	// Starts made afresh for each decode: json.Unmarshal writes into a funds object the
+	// value already points at.
+	starts := []func() wireOrderResult{
+		func() wireOrderResult { return wireOrderResult{} },
+		func() wireOrderResult {
+			return wireOrderResult{Ticket: 9, Price: 9, Volume: 9, ServerTime: time.Unix(9, 0)}
+		},
+		func() wireOrderResult {
+			return wireOrderResult{Ticket: 9, ServerTime: time.Unix(9, 0), Funds: &wireFunds{Balance: 9, Equity: 9}}
+		},
+	}
 	took, plain := 0, 0
 	check := func(p []byte) bool {
 		t.Helper()
 		taken := false
-		for _, start := range []wireOrderResult{{}, filled} {
-			got, want := start, start
+		for _, fresh := range starts {
+			start, got, want := fresh(), fresh(), fresh()
 			if !decodeOrderResultFast(p, &got) {
-				if got != start {
+				if !reflect.DeepEqual(got, start) {
 					t.Fatalf("%q: a declined payload changed the value", p)
 				}
 				continue
@@ -389,6 +400,9 @@ func TestDecodeOrderResultFastIsUnmarshal(t *testing.T) {
 		if rng.IntN(5) == 0 {
 			r.Price = rng.NormFloat64() * 1e-9
 		}
+		if rng.IntN(2) == 0 {
+			r.Funds = &wireFunds{Balance: math.Round(rng.Float64()*1e8) / 100, Equity: math.Round(rng.NormFloat64()*1e8) / 100}
+		}
 		p, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
@@ -406,7 +420,10 @@ func TestDecodeOrderResultFastIsUnmarshal(t *testing.T) {
 		`{"price":1e400}`, `{"price":-0}`, `{"price":1E-3}`, `{"price":.5}`, `{"price":null}`, `{"server_time":null}`,
 		`{"server_time":"2026-12-07T14:00:00Z"}`, `{"server_time":"2026-12-07T14:00:00.123456789+03:00"}`,
 		`{"server_time":"2026-12-07 14:00:00Z"}`, `{"server_time":"2026-12-07T14:00:00\u005a"}`, `{"server_time":""}`,
-		`{"volume":0.01,"x":1}`, `{"volume":0.01} `, `{"volume":0.01}}`, `[]`, ``} {
+		`{"volume":0.01,"x":1}`, `{"volume":0.01} `, `{"volume":0.01}}`, `[]`, ``,
+		`{"funds":{"balance":1,"equity":2}}`, `{"funds":{"balance":1}}`, `{"funds":{}}`, `{"funds":null}`, `{"funds":{"balance":1,"balance":2}}`,
+		`{"funds":{"balance":1,"x":2}}`, `{"funds":{"equity":-5.25},"ticket":3}`, `{"funds":{"balance":1,"equity":2},"funds":{}}`,
+		`{"funds":{"balance":1,"equity":2}`, `{"funds":[1,2]}`, `{"funds":{"balance":"1"}}`} {
 		took += btoi(check([]byte(p)))
 	}
 	t.Logf("%d results as the server writes them; the fast path took %d payloads in all", plain, took)
@@ -417,11 +434,12 @@ func TestDecodeOrderResultFastIsUnmarshal(t *testing.T) {
 func FuzzDecodeOrderResultFast(f *testing.F) {
 	f.Add([]byte(`{"ticket":100000123,"price":1.08512,"volume":0.01,"server_time":"2026-12-07T14:00:00.123456789Z"}`))
 	f.Add([]byte(`{"ticket":-1,"price":-0.5e-7,"server_time":"2026-12-07T14:00:00+03:00"}`))
+	f.Add([]byte(`{"ticket":7,"price":1.1,"volume":0.1,"server_time":"2026-12-07T14:00:00Z","funds":{"balance":10000,"equity":9876.5}}`))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		start := wireOrderResult{Ticket: 9, Price: 9, Volume: 9}
 		got, want := start, start
 		if !decodeOrderResultFast(p, &got) {
-			if got != start {
+			if !reflect.DeepEqual(got, start) {
 				t.Fatalf("%q: a declined payload changed the value", p)
 			}
 			return

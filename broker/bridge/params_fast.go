@@ -40,7 +40,13 @@ func appendOrderValue(b []byte, v any) ([]byte, bool) {
 		b, ok := appendFloats(b, []string{`,"price":`, `,"volume":`}, w.Price, w.Volume)
 		b = append(b, `,"server_time":"`...)
 		b, ok2 := jsonplain.AppendTime(b, w.ServerTime)
-		return append(b, `"}`...), ok && ok2
+		b = append(b, '"')
+		ok3 := true
+		if w.Funds != nil {
+			b, ok3 = appendFloats(b, []string{`,"funds":{"balance":`, `,"equity":`}, w.Funds.Balance, w.Funds.Equity)
+			b = append(b, '}')
+		}
+		return append(b, '}'), ok && ok2 && ok3
 	}
 	return b, false
 }

@@ -70,7 +70,11 @@ func randomOrderValue(rng *rand.Rand) (v any, plain bool) {
 	case 2:
 		return wireModify{wireOrder: o, Ticket: rng.Int64(), SL: float(), TP: float()}, plain
 	}
-	return wireOrderResult{Ticket: rng.Int64(), Price: float(), Volume: float(), ServerTime: o.Deadline}, plain
+	r := wireOrderResult{Ticket: rng.Int64(), Price: float(), Volume: float(), ServerTime: o.Deadline}
+	if rng.IntN(2) == 0 {
+		r.Funds = &wireFunds{Balance: float(), Equity: -float()}
+	}
+	return r, plain
 }
 
 func rngBytes(rng *rand.Rand) (b [16]byte) {

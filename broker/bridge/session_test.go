@@ -36,9 +36,13 @@ func TestSessionRoundTrip(t *testing.T) {
 	if err != nil || res.Ticket == 0 || res.Volume != 0.01 || res.ServerTime.IsZero() {
 		t.Fatalf("Open = %+v, %v", res, err)
 	}
+	// The account's funds after the order travel with its result and its event.
+	if f := res.Funds; !f.Known || f.Balance != 10000 || !(f.Equity > 9000 && f.Equity <= 10000) {
+		t.Fatalf("Open's funds = %+v, want the account's balance and equity", f)
+	}
 	ev := recv(t, feed)
 	if ev.Kind != broker.Opened || ev.Seq != 1 || ev.Position.Ticket != res.Ticket || ev.Position.Comment != "mc123" ||
-		ev.Position.Magic != 77 || ev.Position.SL != 1.0 || ev.Login != "rt-1" {
+		ev.Position.Magic != 77 || ev.Position.SL != 1.0 || ev.Login != "rt-1" || ev.Funds != res.Funds {
 		t.Fatalf("event = %+v", ev)
 	}
 	if _, err := sess.Modify(ctx, broker.ModifyRequest{Order: order(), Ticket: res.Ticket, SL: 0.9, TP: 2}); err != nil {
@@ -55,8 +59,11 @@ func TestSessionRoundTrip(t *testing.T) {
 	if err != nil || cres.Ticket != res.Ticket || !(cres.Price > 0) {
 		t.Fatalf("ClosePosition = %+v, %v", cres, err)
 	}
-	if ev := recv(t, feed); ev.Kind != broker.Closed || ev.Seq != 3 {
+	if ev := recv(t, feed); ev.Kind != broker.Closed || ev.Seq != 3 || ev.Funds != cres.Funds {
 		t.Fatalf("event = %+v", ev)
+	}
+	if info, err := sess.Account(ctx); err != nil || !cres.Funds.Known || cres.Funds.Balance != info.Balance || cres.Funds.Equity != info.Equity {
+		t.Fatalf("Close's funds %+v, the account after it %+v (%v)", cres.Funds, info, err)
 	}
 
 	// Remote errors keep class and code.

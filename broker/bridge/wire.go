@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -228,18 +229,43 @@ func (w wireModify) toBroker() broker.ModifyRequest {
 }
 
 type wireOrderResult struct {
-	Ticket     int64     `json:"ticket"`
-	Price      float64   `json:"price"`
-	Volume     float64   `json:"volume"`
-	ServerTime time.Time `json:"server_time"`
+	Ticket     int64      `json:"ticket"`
+	Price      float64    `json:"price"`
+	Volume     float64    `json:"volume"`
+	ServerTime time.Time  `json:"server_time"`
+	Funds      *wireFunds `json:"funds,omitempty"`
 }
 
+// wireFunds is broker.Funds on the wire: absent when the server does not say them.
+type wireFunds struct {
+	Balance float64 `json:"balance"`
+	Equity  float64 `json:"equity"`
+}
+
+// toWireFunds is f's wire form, nil when f is unknown or not a number JSON can carry (a
+// result must never become unencodable for a figure beside it).
+func toWireFunds(f broker.Funds) *wireFunds {
+	if !f.Known || !finite(f.Balance) || !finite(f.Equity) {
+		return nil
+	}
+	return &wireFunds{Balance: f.Balance, Equity: f.Equity}
+}
+
+func (w *wireFunds) toBroker() broker.Funds {
+	if w == nil {
+		return broker.Funds{}
+	}
+	return broker.Funds{Known: true, Balance: w.Balance, Equity: w.Equity}
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
 func toWireOrderResult(r broker.OrderResult) wireOrderResult {
-	return wireOrderResult{Ticket: r.Ticket, Price: r.Price, Volume: r.Volume, ServerTime: r.ServerTime}
+	return wireOrderResult{Ticket: r.Ticket, Price: r.Price, Volume: r.Volume, ServerTime: r.ServerTime, Funds: toWireFunds(r.Funds)}
 }
 
 func (w wireOrderResult) toBroker() broker.OrderResult {
-	return broker.OrderResult{Ticket: w.Ticket, Price: w.Price, Volume: w.Volume, ServerTime: w.ServerTime}
+	return broker.OrderResult{Ticket: w.Ticket, Price: w.Price, Volume: w.Volume, ServerTime: w.ServerTime, Funds: w.Funds.toBroker()}
 }
 
 // wireSubscribe is the params of session.subscribe: the subscription id the client chose.
@@ -254,14 +280,15 @@ type wireEvent struct {
 	Kind       int8         `json:"kind"`
 	Position   wirePosition `json:"position"`
 	ServerTime time.Time    `json:"server_time"`
+	Funds      *wireFunds   `json:"funds,omitempty"`
 }
 
 func toWireEvent(e broker.Event) wireEvent {
 	return wireEvent{Login: e.Login, Epoch: e.Epoch, Seq: e.Seq, Kind: int8(e.Kind),
-		Position: toWirePosition(e.Position), ServerTime: e.ServerTime}
+		Position: toWirePosition(e.Position), ServerTime: e.ServerTime, Funds: toWireFunds(e.Funds)}
 }
 
 func (w wireEvent) toBroker() broker.Event {
 	return broker.Event{Login: w.Login, Epoch: w.Epoch, Seq: w.Seq, Kind: broker.EventKind(w.Kind),
-		Position: w.Position.toBroker(), ServerTime: w.ServerTime}
+		Position: w.Position.toBroker(), ServerTime: w.ServerTime, Funds: w.Funds.toBroker()}
 }

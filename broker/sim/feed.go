@@ -70,9 +70,14 @@ func (s *Server) dropFeedsLocked(a *account) {
 // subscriber sees a gap. A subscription whose buffer is full is closed instead of
 // blocking the server: its consumer resubscribes and gets a new epoch.
 func (s *Server) publishLocked(a *account, now time.Time, f broker.Faults, events []broker.Event) {
+	if len(a.subs) == 0 {
+		return
+	}
+	funds := s.fundsLocked(a, now) // after all of events: each is published after the order
 	for _, ev := range events {
 		ev.Login = a.login
 		ev.ServerTime = now
+		ev.Funds = funds
 		for i := 0; i < len(a.subs); {
 			sub := a.subs[i]
 			sub.seq++

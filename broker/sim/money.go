@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"time"
+
+	"github.com/snapcopier/copier/broker"
 )
 
 // usdRate names the symbol that prices one currency in US dollars.
@@ -67,6 +69,11 @@ func (s *Server) margin(a *account, sym *symbol, volume, price float64, now time
 }
 
 // equityLocked is balance plus the floating P/L of every open position at now.
+// fundsLocked is the account's balance and equity now, as results and events carry them.
+func (s *Server) fundsLocked(a *account, now time.Time) broker.Funds {
+	return broker.Funds{Known: true, Balance: a.balance, Equity: s.equityLocked(a, now)}
+}
+
 func (s *Server) equityLocked(a *account, now time.Time) float64 {
 	eq := a.balance
 	for _, p := range a.positions {

@@ -68,13 +68,20 @@ func (s *Server) processLocked(a *account, now time.Time, f broker.Faults, ord b
 			}
 			e.Result, e.Error = codeOf(first.err), errString(first.err)
 			s.log.append(e)
-			return first.result, first.err
+			r := first.result
+			if first.err == nil {
+				r.Funds = s.fundsLocked(a, now) // the account's now, not at the first answer
+			}
+			return r, first.err
 		}
 	}
 	if chance(a.rng, f.RequoteRate) {
 		return s.rejectLocked(e, errRequote())
 	}
 	out, err := exec(a, now)
+	if err == nil {
+		out.result.Funds = s.fundsLocked(a, now)
+	}
 	if opts.DedupRequests && ord.RequestID != uuid.Nil && (err == nil || errors.Is(err, broker.ErrPermanent)) {
 		a.dedup.put(ord.RequestID, firstAnswer{result: out.result, err: err})
 	}

@@ -438,6 +438,11 @@ func (c *Core) event(at At, id int64, ev *broker.Event, received time.Time, behi
 		return c.done()
 	}
 	mv.known, mv.expectNewEpoch, mv.epoch, mv.seq = true, false, ev.Epoch, ev.Seq
+	if f := ev.Funds; f.Known && !mv.state.Info.EquityUnknown {
+		// The master's balance and equity after the event: the ratio sizing of this and
+		// later copies divides by them (a reconcile reads them again anyway).
+		mv.state.Info.Balance, mv.state.Info.Equity = f.Balance, f.Equity
+	}
 	switch {
 	case cause != CauseNone:
 		c.dirty = true

@@ -207,6 +207,7 @@ func (c *Core) OrderDone(at At, out OrderOutcome) *Ready {
 		}
 		c.ready.StatusChanged = true
 		c.applyResult(l, act, out.Result)
+		c.takeFunds(out.Result.Funds)
 		tr, un := act.MapChanges(l.id, out.Result)
 		c.changeMap(now, tr, un)
 		c.seenAt = now
@@ -332,6 +333,18 @@ func (c *Core) applyResult(l *link, act reconcile.Action, r broker.OrderResult) 
 			}
 		}
 	}
+}
+
+// takeFunds keeps the follower's balance and equity as an order's result says them (where
+// the trade server does): the next copy sized by balance or equity plans on them, not on
+// the last reconcile's reading (minutes old on the event path: a close that halved the
+// balance would size copies on the old one until the next repair). The status shows them.
+func (c *Core) takeFunds(f broker.Funds) {
+	if !f.Known || c.follower.Info.EquityUnknown {
+		return
+	}
+	c.follower.Info.Balance, c.follower.Info.Equity = f.Balance, f.Equity
+	c.status.Balance, c.status.Equity = f.Balance, f.Equity
 }
 
 // changeMap keeps the ticket map in step with changes and queues the rows to write.

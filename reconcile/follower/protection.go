@@ -174,6 +174,9 @@ func (c *Core) readEquity(now time.Time, info broker.AccountInfo) bool {
 	c.status.Balance, c.status.Equity, c.status.EquityUnknown = info.Balance, info.Equity, info.EquityUnknown
 	if info.EquityUnknown {
 		c.status.Balance, c.status.Equity = 0, 0 // not the account's: never shown as its
+	} else if !c.follower.Info.EquityUnknown {
+		// Sizing by balance or equity plans on the latest reading, the equity watcher's too.
+		c.follower.Info.Balance, c.follower.Info.Equity = info.Balance, info.Equity
 	}
 	c.ready.StatusChanged = true
 	c.equityUnknown = info.EquityUnknown
