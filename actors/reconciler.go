@@ -397,7 +397,8 @@ func runReconcile(ctx context.Context, req reconcileRequest, now time.Time, symb
 	// planAll plans every link and reports whether a plan waits for a current quote.
 	planAll := func() (needsQuote bool) {
 		for _, l := range req.ask.Links {
-			res := reconcile.Plan(reconcile.Input{Master: resp.Masters[l.MasterID], Follower: resp.Follower, Link: l.Link, TicketMap: l.TicketMap, Now: now})
+			res := reconcile.Plan(reconcile.Input{Master: resp.Masters[l.MasterID], Follower: resp.Follower, Link: l.Link, TicketMap: l.TicketMap, Now: now,
+				MasterClock: l.MasterClock})
 			resp.Plans[l.Link.ID] = res
 			needsQuote = needsQuote || res.NeedsQuote()
 		}

@@ -44,7 +44,7 @@ func (p *planner) evaluate(m broker.Position) (candidate, bool) {
 		if m.OpenTime.IsZero() {
 			return skip(SkipTooOld, "open time unknown")
 		}
-		if age := p.in.Now.Sub(m.OpenTime); age > maxAge {
+		if age := p.in.masterAge(&m); age > maxAge {
 			return skip(SkipTooOld, "age %s > %s", age.Round(time.Second), maxAge)
 		}
 	}
@@ -67,7 +67,7 @@ func (p *planner) evaluate(m broker.Position) (candidate, bool) {
 			if dev := math.Abs(price-m.OpenPrice) / point(spec); dev > maxDev+1e-9 {
 				return skip(SkipPriceDeviation, "%s %v vs master open %v: %.1f points > %v", sym, price, m.OpenPrice, dev, maxDev)
 			}
-		} else if late := p.in.Now.Sub(m.OpenTime); p.quotesStale && late > QuoteMaxAge && quoted(p.in.Follower.Symbols[sym], side) {
+		} else if late := p.in.masterAge(&m); p.quotesStale && late > QuoteMaxAge && quoted(p.in.Follower.Symbols[sym], side) {
 			// A late copy's price must be checked against a current quote: read one.
 			return skip(SkipQuoteStale, "%s: copy %s after the master's open, quote read %s ago", sym, late.Round(time.Millisecond), p.in.Now.Sub(p.in.Follower.QuotesAt).Round(time.Millisecond))
 		}

@@ -84,9 +84,18 @@ type Input struct {
 	// Restrict is what the follower's and the link's protections allow: new copies, none,
 	// or none and the link's copies closed.
 	Restrict Restriction
-	// Now is the current time on the master server's clock (position OpenTimes are on that
-	// clock), for the opening window.
+	// Now is the current time on the node's clock (the clock of Follower.QuotesAt).
 	Now time.Time
+	// MasterClock is how far the master's trade server clock runs ahead of Now's clock
+	// (negative: behind), as its feed shows it. Master positions' OpenTimes are on the
+	// server's clock: a position's age is Now − OpenTime + MasterClock, for the opening
+	// window and a copy's lateness. Zero: one clock, or not known yet.
+	MasterClock time.Duration
+}
+
+// masterAge is how long ago the master opened m, on Now's clock.
+func (in *Input) masterAge(m *broker.Position) time.Duration {
+	return in.Now.Sub(m.OpenTime) + in.MasterClock
 }
 
 // Result is a plan.

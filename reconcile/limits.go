@@ -26,9 +26,10 @@ func (l Limits) validate(fe *fieldErrors) {
 // Window bounds late copies: copies the planner opens after the master's open, because an
 // event was missed, the follower was taken over or the engine was down.
 type Window struct {
-	// MaxAgeSeconds: a master position older than this (Input.Now − its OpenTime) is not
-	// copied any more. 0 copies positions of any age (for instance to take over the
-	// master's open positions when a link is created). Default 60.
+	// MaxAgeSeconds: a master position older than this (Input.Now − its OpenTime, with
+	// the master server's clock offset allowed for: Input.MasterClock) is not copied any
+	// more. 0 copies positions of any age (for instance to take over the master's open
+	// positions when a link is created). Default 60.
 	MaxAgeSeconds int `json:"max_age_seconds"`
 	// MaxDeviationPoints: a copy is not opened when the follower's current price (Ask for a
 	// buy copy, Bid for a sell copy) is further than this many follower points from the

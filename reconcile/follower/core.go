@@ -51,6 +51,7 @@ type master struct {
 	epoch, seq     int64
 	state          reconcile.AccountState
 	fetched        bool
+	clock          serverClock // its trade server's clock offset, from its events
 }
 
 // Core is one follower account's copy logic. It is not safe for concurrent use: one
@@ -438,6 +439,7 @@ func (c *Core) event(at At, id int64, ev *broker.Event, received time.Time, behi
 		return c.done()
 	}
 	mv.known, mv.expectNewEpoch, mv.epoch, mv.seq = true, false, ev.Epoch, ev.Seq
+	mv.clock.observe(ev.ServerTime, received, now)
 	if f := ev.Funds; f.Known && !mv.state.Info.EquityUnknown {
 		// The master's balance and equity after the event: the ratio sizing of this and
 		// later copies divides by them (a reconcile reads them again anyway).
@@ -550,7 +552,11 @@ func (c *Core) startReconcile(now time.Time, cause Cause) {
 	}
 	slices.Sort(ask.Masters) // a Ready never depends on map order
 	for _, l := range c.links {
-		ask.Links = append(ask.Links, AskLink{MasterID: l.masterID, Link: l.link, TicketMap: c.ticketMap(l.id)})
+		al := AskLink{MasterID: l.masterID, Link: l.link, TicketMap: c.ticketMap(l.id)}
+		if mv := c.masters[l.masterID]; mv != nil {
+			al.MasterClock = mv.clock.offset()
+		}
+		ask.Links = append(ask.Links, al)
 	}
 	c.reconciling, c.reconCause, c.again, c.againCause, c.dirty, c.repairCause, c.afterRun = true, cause, false, CauseNone, false, CauseNone, CauseNone
 	c.held = nil // the reconcile reads the master afresh: it covers the events held back

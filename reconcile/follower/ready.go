@@ -81,6 +81,9 @@ type AskLink struct {
 	MasterID  int64
 	Link      reconcile.Link
 	TicketMap []reconcile.TicketMapEntry
+	// MasterClock is the master server's clock offset as its feed showed it
+	// (reconcile.Input.MasterClock): the reconcile's plan dates the master's positions by it.
+	MasterClock time.Duration
 }
 
 // Order is one action to send for a link. Origin is the master event it copies (nil on

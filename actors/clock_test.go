@@ -1,0 +1,89 @@
+package actors_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/snapcopier/copier/actors"
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/broker/sim"
+	"github.com/snapcopier/copier/internal/testwait"
+	"github.com/snapcopier/copier/store"
+	"github.com/snapcopier/copier/store/storetest"
+)
+
+// TestCopiesFromAServerWhoseClockIsBehind: the trade server's clock runs 90 s behind the
+// node's, and links keep the default 60 s opening window. A master trade is copied on the
+// event path; then an event is lost, and the reconcile of the gap copies the two trades
+// since (each was opened moments ago by the server's clock). Before, every copy was 90 s
+// old by the node's clock and skipped as too old.
+func TestCopiesFromAServerWhoseClockIsBehind(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storetest.NewDB(t)
+	behind := func() time.Time { return time.Now().Add(-90 * time.Second) }
+	s := sim.New(sim.Config{Seed: 7, Clock: behind})
+	for _, a := range []struct {
+		id    int64
+		login string
+		role  store.Role
+	}{{1, "m1", store.RoleMaster}, {1001, "f1", store.RoleFollower}} {
+		must(t, s.Provision(ctx, broker.AccountSpec{Login: a.login, Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging}))
+		must(t, store.CreateAccount(ctx, db.Pool, store.Account{ID: a.id, Platform: "sim", Role: a.role, Enabled: true, Login: a.login}))
+	}
+	_, err := store.CreateLink(ctx, db.Pool, store.Link{MasterID: 1, FollowerID: 1001, Enabled: true, Magic: 7001, Settings: []byte(`{}`)})
+	must(t, err)
+	signals := &testwait.Log[actors.Signal]{}
+	node, err := actors.Start(ctx, actors.Config{NodeID: "n1", Platform: "sim", Capacity: 10, Lease: shortLease, ReconcileEvery: -1},
+		actors.Deps{Pool: db.NewPool(t, store.Options{}), Broker: s, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(testLogLevel()),
+			Observe: signals.Add})
+	must(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = node.Stop(ctx)
+	})
+	signals.Await(t, "follower started", 0, 30*time.Second, func(sigs []actors.Signal) (bool, string) {
+		for _, sig := range sigs {
+			if sig.Kind == actors.SignalReconcileDone && sig.Account == 1001 && sig.Idle {
+				return true, ""
+			}
+		}
+		return false, "no idle reconcile yet"
+	})
+	buy := func() {
+		t.Helper()
+		_, err := s.MasterOpen(ctx, "m1", broker.MasterOpenRequest{Symbol: "EURUSD", Side: broker.Buy, Volume: 0.1, Magic: 1})
+		must(t, err)
+	}
+	copies := func(want int) {
+		t.Helper()
+		testwait.For(t, fmt.Sprintf("%d copies", want), 30*time.Second, func() (bool, string) {
+			ps, err := s.AccountPositions(ctx, "f1")
+			if err != nil || len(ps) != want {
+				return false, fmt.Sprintf("follower positions: %d (%v)", len(ps), err)
+			}
+			return true, ""
+		})
+	}
+	buy()
+	copies(1)
+
+	mark := signals.Len()
+	must(t, s.SetFaults(ctx, "m1", broker.Faults{DropEventRate: 1}))
+	buy() // its event is lost
+	s.ClearFaults("m1")
+	buy() // the gap shows
+	copies(3)
+	reconciled := false
+	for _, sig := range signals.Since(mark) {
+		reconciled = reconciled || (sig.Kind == actors.SignalReconcileStarted && sig.Account == 1001 && sig.Cause == "gap")
+	}
+	if !reconciled {
+		t.Fatal("no gap reconcile: the test proves nothing of the reconcile's plan")
+	}
+}

@@ -1,0 +1,48 @@
+package follower
+
+import "time"
+
+// clockWindow is how long a sample of a master server's clock offset counts: the estimate
+// is the largest sample of the current window and the one before it, so a sample ages out
+// after one to two windows.
+const clockWindow = 10 * time.Minute
+
+// serverClock estimates how far a master's trade server clock runs ahead of the node's
+// (negative: behind) from its feed: each event's server time minus the node's time at its
+// receipt is the offset less the event's delay, so the largest recent sample, the least
+// delayed event's, is the estimate (as NTP keeps its least delayed sample). A master
+// position's OpenTime is on the server's clock: without the offset, a server 60 s behind
+// makes every copy too old for the default opening window, and one 2 s behind makes every
+// copy late for a price-deviation bound (a quote read per copy).
+type serverClock struct {
+	cur, prev       time.Duration // largest samples of the current and the previous window
+	hasCur, hasPrev bool
+	since           time.Time // the current window's start, on the node's clock
+}
+
+// observe takes one event's sample, at now on the node's clock.
+func (s *serverClock) observe(serverTime, received, now time.Time) {
+	if serverTime.IsZero() || received.IsZero() {
+		return
+	}
+	if now.Sub(s.since) >= clockWindow {
+		s.prev, s.hasPrev = s.cur, s.hasCur
+		s.hasCur, s.since = false, now
+	}
+	if d := serverTime.Sub(received); !s.hasCur || d > s.cur {
+		s.cur, s.hasCur = d, true
+	}
+}
+
+// offset is the estimate: 0 before any sample.
+func (s *serverClock) offset() time.Duration {
+	switch {
+	case s.hasCur && s.hasPrev:
+		return max(s.cur, s.prev)
+	case s.hasCur:
+		return s.cur
+	case s.hasPrev:
+		return s.prev
+	}
+	return 0
+}

@@ -1,0 +1,70 @@
+package follower
+
+import (
+	"testing"
+	"time"
+
+	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/reconcile"
+)
+
+// TestServerClockKeepsTheLeastDelayedSample: the estimate is the largest sample (server
+// time minus receipt) of the current and the previous window; delayed events do not move
+// it, a sample ages out after two windows, and an event without a server time is no sample.
+func TestServerClockKeepsTheLeastDelayedSample(t *testing.T) {
+	var c serverClock
+	now := t0
+	sample := func(offset time.Duration) {
+		now = now.Add(time.Second)
+		c.observe(now.Add(offset), now, now)
+	}
+	if c.offset() != 0 {
+		t.Fatalf("offset %v before any sample", c.offset())
+	}
+	sample(-90 * time.Second) // the server 90 s behind, the event on time
+	sample(-95 * time.Second) // a 5 s delayed event
+	c.observe(time.Time{}, now, now)
+	if got := c.offset(); got != -90*time.Second {
+		t.Fatalf("offset %v, want -90s (the least delayed event's)", got)
+	}
+	now = now.Add(clockWindow)
+	sample(-93 * time.Second) // a new window: the previous one's sample still counts
+	if got := c.offset(); got != -90*time.Second {
+		t.Fatalf("offset %v one window on, want -90s", got)
+	}
+	now = now.Add(clockWindow)
+	sample(-94 * time.Second)
+	if got := c.offset(); got != -93*time.Second {
+		t.Fatalf("offset %v two windows on, want -93s (the -90s sample aged out)", got)
+	}
+}
+
+// TestCopiesAreDatedByTheMastersServerClock: the master's trade server runs 90 s behind
+// the node. A position it opened reaches the node at once and is copied: its OpenTime is
+// 90 s before the node's clock, not 90 s ago (before, every copy was too old for the
+// default 60 s window). An event delayed 70 s after that is too old: a delay is not an
+// offset. A reconcile's plan is told the offset too.
+func TestCopiesAreDatedByTheMastersServerClock(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.copying(config(1, ""), state("f", broker.Hedging), state("m", broker.Hedging))
+	behind := -90 * time.Second
+	event := func(seq, ticket int64, delay time.Duration) {
+		serverNow := h.tick().Add(behind - delay) // the server's clock when it sent the event
+		p := h.mpos(ticket)
+		p.OpenTime = serverNow
+		ev := &broker.Event{Kind: broker.Opened, Epoch: 1, Seq: seq, Position: p, ServerTime: serverNow}
+		h.rd = h.c.Event(h.at(), 100, ev, h.now)
+	}
+	event(6, 400, 0)
+	h.wantSend(reconcile.Open)
+	h.filled(9001)
+
+	event(7, 401, 70*time.Second)
+	h.wantNothing("a copy 70 s late (too old)")
+	event(9, 402, 0) // a gap (seq 8 missed): a reconcile
+	ask := h.wantReconcile(CauseGap)
+	// The harness's clock moves a millisecond between an event's sending and its receipt.
+	if len(ask.Links) != 1 || ask.Links[0].MasterClock > behind || ask.Links[0].MasterClock < behind-10*time.Millisecond {
+		t.Fatalf("reconcile asked with the master's clock at %v, want %v", ask.Links[0].MasterClock, behind)
+	}
+}
