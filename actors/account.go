@@ -120,7 +120,7 @@ func (a *accountActor) Receive(ctx actor.Context) {
 		a.carry(ctx, a.core.ConfigChanged(m.version))
 	case masterSession:
 		a.feeds[m.masterID] = m.session
-		a.carry(ctx, a.core.MasterAttached(a.at(), m.masterID, m.restarted, m.epoch, m.seq))
+		a.carry(ctx, a.core.MasterAttached(a.at(), m.masterID, m.restarted, m.epoch, m.seq, m.clock))
 	case *masterEvent:
 		if m.behind() {
 			a.carry(ctx, a.core.EventBehind(a.at(), m.masterID, &m.event, m.received))

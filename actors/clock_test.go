@@ -19,8 +19,10 @@ import (
 // TestCopiesFromAServerWhoseClockIsBehind: the trade server's clock runs 90 s behind the
 // node's, and links keep the default 60 s opening window. A master trade is copied on the
 // event path; then an event is lost, and the reconcile of the gap copies the two trades
-// since (each was opened moments ago by the server's clock). Before, every copy was 90 s
-// old by the node's clock and skipped as too old.
+// since (each was opened moments ago by the server's clock). Then a second follower of the
+// master is created: the node claims it, and its first reconcile, before any event has
+// reached it, copies the three positions, dated by the offset the master's feed learnt.
+// Before, every copy was 90 s old by the node's clock and skipped as too old.
 func TestCopiesFromAServerWhoseClockIsBehind(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -60,10 +62,10 @@ func TestCopiesFromAServerWhoseClockIsBehind(t *testing.T) {
 		_, err := s.MasterOpen(ctx, "m1", broker.MasterOpenRequest{Symbol: "EURUSD", Side: broker.Buy, Volume: 0.1, Magic: 1})
 		must(t, err)
 	}
-	copies := func(want int) {
+	copies := func(login string, want int) {
 		t.Helper()
-		testwait.For(t, fmt.Sprintf("%d copies", want), 30*time.Second, func() (bool, string) {
-			ps, err := s.AccountPositions(ctx, "f1")
+		testwait.For(t, fmt.Sprintf("%d copies on %s", want, login), 30*time.Second, func() (bool, string) {
+			ps, err := s.AccountPositions(ctx, login)
 			if err != nil || len(ps) != want {
 				return false, fmt.Sprintf("follower positions: %d (%v)", len(ps), err)
 			}
@@ -71,14 +73,14 @@ func TestCopiesFromAServerWhoseClockIsBehind(t *testing.T) {
 		})
 	}
 	buy()
-	copies(1)
+	copies("f1", 1)
 
 	mark := signals.Len()
 	must(t, s.SetFaults(ctx, "m1", broker.Faults{DropEventRate: 1}))
 	buy() // its event is lost
 	s.ClearFaults("m1")
 	buy() // the gap shows
-	copies(3)
+	copies("f1", 3)
 	reconciled := false
 	for _, sig := range signals.Since(mark) {
 		reconciled = reconciled || (sig.Kind == actors.SignalReconcileStarted && sig.Account == 1001 && sig.Cause == "gap")
@@ -86,4 +88,10 @@ func TestCopiesFromAServerWhoseClockIsBehind(t *testing.T) {
 	if !reconciled {
 		t.Fatal("no gap reconcile: the test proves nothing of the reconcile's plan")
 	}
+
+	must(t, s.Provision(ctx, broker.AccountSpec{Login: "f2", Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging}))
+	must(t, store.CreateAccount(ctx, db.Pool, store.Account{ID: 1002, Platform: "sim", Role: store.RoleFollower, Enabled: true, Login: "f2"}))
+	_, err = store.CreateLink(ctx, db.Pool, store.Link{MasterID: 1, FollowerID: 1002, Enabled: true, Magic: 7001, Settings: []byte(`{}`)})
+	must(t, err)
+	copies("f2", 3)
 }

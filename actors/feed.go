@@ -9,6 +9,7 @@ import (
 
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/internal/backoff"
+	"github.com/snapcopier/copier/reconcile/follower"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -45,6 +46,10 @@ type masterFeed struct {
 	// dispatched counts the events fanned out (masterEvent.n): followers read it to see
 	// that they are behind.
 	dispatched atomic.Int64
+	// clock estimates the master server's clock offset from every event passed on, for the
+	// accounts that subscribe later (follower.Core.MasterAttached): each follower's Core
+	// estimates it from the events it gets, but a newly claimed one has none yet.
+	clock follower.ServerClock
 }
 
 func newMasterFeed(e *engine, master store.Account) actor.Producer {
@@ -67,7 +72,7 @@ func (f *masterFeed) Receive(ctx actor.Context) {
 	case feedSubscribe:
 		f.subs[m.pid.Id] = m.pid
 		if f.session != nil {
-			ctx.Send(m.pid, masterSession{masterID: f.master.ID, session: f.session, epoch: f.epoch, seq: f.seq})
+			ctx.Send(m.pid, masterSession{masterID: f.master.ID, session: f.session, epoch: f.epoch, seq: f.seq, clock: f.clock})
 		}
 	case feedUnsubscribe:
 		delete(f.subs, m.pid.Id)
@@ -78,6 +83,7 @@ func (f *masterFeed) Receive(ctx actor.Context) {
 			return
 		}
 		f.epoch, f.seq = m.ev.Epoch, m.ev.Seq
+		f.clock.Observe(m.ev.ServerTime, m.received, m.received)
 		shared := &masterEvent{masterID: f.master.ID, event: m.ev, received: m.received, n: f.dispatched.Add(1), dispatched: &f.dispatched}
 		for _, pid := range f.subs {
 			ctx.Send(pid, shared)
@@ -153,7 +159,7 @@ func (f *masterFeed) onConnected(ctx actor.Context, m feedConnected) {
 		f.restarts++
 	}
 	for _, pid := range f.subs {
-		ctx.Send(pid, masterSession{masterID: f.master.ID, session: f.session, restarted: restarted})
+		ctx.Send(pid, masterSession{masterID: f.master.ID, session: f.session, restarted: restarted, clock: f.clock})
 	}
 }
 

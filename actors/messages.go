@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snapcopier/copier/broker"
+	"github.com/snapcopier/copier/reconcile/follower"
 	"github.com/snapcopier/copier/store"
 )
 
@@ -58,6 +59,7 @@ type masterSession struct {
 	restarted bool
 	epoch     int64
 	seq       int64
+	clock     follower.ServerClock // the feed's estimate of the master server's clock offset
 }
 
 // respawn restarts a crashed AccountActor after its backoff.

@@ -7,21 +7,21 @@ import "time"
 // after one to two windows.
 const clockWindow = 10 * time.Minute
 
-// serverClock estimates how far a master's trade server clock runs ahead of the node's
+// ServerClock estimates how far a master's trade server clock runs ahead of the node's
 // (negative: behind) from its feed: each event's server time minus the node's time at its
 // receipt is the offset less the event's delay, so the largest recent sample, the least
 // delayed event's, is the estimate (as NTP keeps its least delayed sample). A master
 // position's OpenTime is on the server's clock: without the offset, a server 60 s behind
 // makes every copy too old for the default opening window, and one 2 s behind makes every
 // copy late for a price-deviation bound (a quote read per copy).
-type serverClock struct {
+type ServerClock struct {
 	cur, prev       time.Duration // largest samples of the current and the previous window
 	hasCur, hasPrev bool
 	since           time.Time // the current window's start, on the node's clock
 }
 
-// observe takes one event's sample, at now on the node's clock.
-func (s *serverClock) observe(serverTime, received, now time.Time) {
+// Observe takes one event's sample, at now on the node's clock.
+func (s *ServerClock) Observe(serverTime, received, now time.Time) {
 	if serverTime.IsZero() || received.IsZero() {
 		return
 	}
@@ -34,8 +34,8 @@ func (s *serverClock) observe(serverTime, received, now time.Time) {
 	}
 }
 
-// offset is the estimate: 0 before any sample.
-func (s *serverClock) offset() time.Duration {
+// Offset is the estimate: 0 before any sample.
+func (s *ServerClock) Offset() time.Duration {
 	switch {
 	case s.hasCur && s.hasPrev:
 		return max(s.cur, s.prev)
@@ -46,3 +46,6 @@ func (s *serverClock) offset() time.Duration {
 	}
 	return 0
 }
+
+// Known reports whether the estimate rests on a sample.
+func (s *ServerClock) Known() bool { return s.hasCur || s.hasPrev }

@@ -12,29 +12,29 @@ import (
 // time minus receipt) of the current and the previous window; delayed events do not move
 // it, a sample ages out after two windows, and an event without a server time is no sample.
 func TestServerClockKeepsTheLeastDelayedSample(t *testing.T) {
-	var c serverClock
+	var c ServerClock
 	now := t0
 	sample := func(offset time.Duration) {
 		now = now.Add(time.Second)
-		c.observe(now.Add(offset), now, now)
+		c.Observe(now.Add(offset), now, now)
 	}
-	if c.offset() != 0 {
-		t.Fatalf("offset %v before any sample", c.offset())
+	if c.Offset() != 0 {
+		t.Fatalf("offset %v before any sample", c.Offset())
 	}
 	sample(-90 * time.Second) // the server 90 s behind, the event on time
 	sample(-95 * time.Second) // a 5 s delayed event
-	c.observe(time.Time{}, now, now)
-	if got := c.offset(); got != -90*time.Second {
+	c.Observe(time.Time{}, now, now)
+	if got := c.Offset(); got != -90*time.Second {
 		t.Fatalf("offset %v, want -90s (the least delayed event's)", got)
 	}
 	now = now.Add(clockWindow)
 	sample(-93 * time.Second) // a new window: the previous one's sample still counts
-	if got := c.offset(); got != -90*time.Second {
+	if got := c.Offset(); got != -90*time.Second {
 		t.Fatalf("offset %v one window on, want -90s", got)
 	}
 	now = now.Add(clockWindow)
 	sample(-94 * time.Second)
-	if got := c.offset(); got != -93*time.Second {
+	if got := c.Offset(); got != -93*time.Second {
 		t.Fatalf("offset %v two windows on, want -93s (the -90s sample aged out)", got)
 	}
 }
@@ -66,5 +66,36 @@ func TestCopiesAreDatedByTheMastersServerClock(t *testing.T) {
 	// The harness's clock moves a millisecond between an event's sending and its receipt.
 	if len(ask.Links) != 1 || ask.Links[0].MasterClock > behind || ask.Links[0].MasterClock < behind-10*time.Millisecond {
 		t.Fatalf("reconcile asked with the master's clock at %v, want %v", ask.Links[0].MasterClock, behind)
+	}
+}
+
+// TestAFreshAccountTakesTheFeedsClock: an account that has no sample of its master
+// server's clock yet takes the feed's estimate when the feed attaches, so its first
+// reconcile (a takeover's) dates the master's positions by it; one with samples of its
+// own keeps them when the feed attaches again.
+func TestAFreshAccountTakesTheFeedsClock(t *testing.T) {
+	h := newHarness(t, Options{})
+	var feed ServerClock
+	feed.Observe(t0.Add(-90*time.Second), t0, t0)
+	h.rd = h.c.Start(Status{})
+	h.rd = h.c.Loaded(h.at(), Loaded{Config: config(1, ""), WithTickets: true})
+	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5, feed)
+	h.rd = h.c.TokenDone(h.tick(), nil, false)
+	if ask := h.wantReconcile(CauseStart); ask.Links[0].MasterClock != -90*time.Second {
+		t.Fatalf("the first reconcile dates the master's positions with the clock %v, want -1m30s", ask.Links[0].MasterClock)
+	}
+	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
+
+	// Its own samples: the server 30 s behind now.
+	server := h.tick().Add(-30 * time.Second)
+	p := h.mpos(400)
+	p.OpenTime = server
+	h.rd = h.c.Event(h.at(), 100, &broker.Event{Kind: broker.Opened, Epoch: 1, Seq: 6, Position: p, ServerTime: server}, h.now)
+	h.wantSend(reconcile.Open)
+	h.filled(9001)
+	h.rd = h.c.MasterAttached(h.at(), 100, true, 0, 0, feed) // the feed restarted
+	ask := h.wantReconcile(CauseRestart)
+	if c := ask.Links[0].MasterClock; c < -31*time.Second || c > -29*time.Second {
+		t.Fatalf("after samples of its own the account dates by %v, want about -30s (not the feed's -1m30s)", c)
 	}
 }

@@ -51,7 +51,7 @@ type master struct {
 	epoch, seq     int64
 	state          reconcile.AccountState
 	fetched        bool
-	clock          serverClock // its trade server's clock offset, from its events
+	clock          ServerClock // its trade server's clock offset, from its events
 }
 
 // Core is one follower account's copy logic. It is not safe for concurrent use: one
@@ -312,14 +312,20 @@ func contains(s []int64, v int64) bool {
 
 // MasterAttached: a master's feed is (re)connected. restarted says the feed started a new
 // subscription, so events may have been missed; epoch/seq are the last event seen on the
-// current subscription (0 when none yet).
-func (c *Core) MasterAttached(at At, id int64, restarted bool, epoch, seq int64) *Ready {
+// current subscription (0 when none yet). clock is the feed's estimate of the master
+// server's clock offset, from the events it has passed on to any account: an account
+// without a sample of its own takes it, so that its first reconcile (a takeover's) dates
+// the master's positions by it.
+func (c *Core) MasterAttached(at At, id int64, restarted bool, epoch, seq int64, clock ServerClock) *Ready {
 	now := c.beginAt(at)
 	mv := c.masters[id]
 	if mv == nil {
 		return c.done()
 	}
 	mv.attached = true
+	if !mv.clock.Known() {
+		mv.clock = clock
+	}
 	c.note(Note{Kind: NoteFeedAttached, Master: id, Restarted: restarted})
 	switch {
 	case restarted:
@@ -439,7 +445,7 @@ func (c *Core) event(at At, id int64, ev *broker.Event, received time.Time, behi
 		return c.done()
 	}
 	mv.known, mv.expectNewEpoch, mv.epoch, mv.seq = true, false, ev.Epoch, ev.Seq
-	mv.clock.observe(ev.ServerTime, received, now)
+	mv.clock.Observe(ev.ServerTime, received, now)
 	if f := ev.Funds; f.Known && !mv.state.Info.EquityUnknown {
 		// The master's balance and equity after the event: the ratio sizing of this and
 		// later copies divides by them (a reconcile reads them again anyway).
@@ -554,7 +560,7 @@ func (c *Core) startReconcile(now time.Time, cause Cause) {
 	for _, l := range c.links {
 		al := AskLink{MasterID: l.masterID, Link: l.link, TicketMap: c.ticketMap(l.id)}
 		if mv := c.masters[l.masterID]; mv != nil {
-			al.MasterClock = mv.clock.offset()
+			al.MasterClock = mv.clock.Offset()
 		}
 		ask.Links = append(ask.Links, al)
 	}

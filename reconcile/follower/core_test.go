@@ -35,7 +35,7 @@ func TestEventStream(t *testing.T) {
 			h := newHarness(t, Options{})
 			ready(h)
 			if c.restart {
-				h.rd = h.c.MasterAttached(h.at(), 100, true, 0, 0)
+				h.rd = h.c.MasterAttached(h.at(), 100, true, 0, 0, ServerClock{})
 				h.wantReconcile(CauseRestart)
 				h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
 			}
@@ -99,7 +99,7 @@ func TestReconcileChaining(t *testing.T) {
 	}{
 		"an in-order event": {func(h *harness) { h.event(broker.Opened, 1, 9, h.mpos(500)) }, CauseAgain},
 		"a gap":             {func(h *harness) { h.event(broker.Opened, 1, 11, h.mpos(500)) }, CauseGap},
-		"a feed restart":    {func(h *harness) { h.rd = h.c.MasterAttached(h.at(), 100, true, 0, 0) }, CauseRestart},
+		"a feed restart":    {func(h *harness) { h.rd = h.c.MasterAttached(h.at(), 100, true, 0, 0, ServerClock{}) }, CauseRestart},
 		"a gap, then an in-order event": {func(h *harness) {
 			h.event(broker.Opened, 1, 11, h.mpos(500))
 			h.event(broker.Opened, 1, 12, h.mpos(501))
@@ -297,7 +297,7 @@ func TestToken(t *testing.T) {
 		h := newHarness(t, Options{})
 		h.rd = h.c.Start(Status{})
 		h.rd = h.c.Loaded(h.at(), Loaded{Config: config(1, ""), WithTickets: true})
-		h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5)
+		h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5, ServerClock{})
 		if !h.rd.RaiseToken || h.rd.Reconcile != nil {
 			t.Fatalf("want the token raised before the reconcile, got %+v", h.rd)
 		}
@@ -326,7 +326,7 @@ func TestToken(t *testing.T) {
 		h.rd = h.c.TokenDone(h.tick(), nil, false)
 		h.wantReconcile(CauseGate)
 		h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil)
-		h.rd = h.c.MasterAttached(h.at(), 100, true, 0, 0)
+		h.rd = h.c.MasterAttached(h.at(), 100, true, 0, 0, ServerClock{})
 		h.wantReconcile(CauseRestart) // raised once per ownership
 	})
 }

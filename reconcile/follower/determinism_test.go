@@ -40,7 +40,7 @@ func TestReadyIsDeterministic(t *testing.T) {
 		h.rd = h.c.Start(Status{})
 		h.rd = h.c.Loaded(h.at(), Loaded{Config: cfg, Protection: prot, Tickets: tickets, WithTickets: true})
 		for _, m := range []int64{300, 100, 200} {
-			h.rd = h.c.MasterAttached(h.at(), m, false, 1, 5)
+			h.rd = h.c.MasterAttached(h.at(), m, false, 1, 5, ServerClock{})
 		}
 		h.rd = h.c.TokenDone(h.tick(), nil, false)
 		ask := h.wantReconcile(CauseStart)

@@ -116,7 +116,7 @@ func (c *Core) advance(now time.Time) {
 }
 
 func (c *Core) input(l *link, mv *master, now time.Time) reconcile.Input {
-	return reconcile.Input{Master: mv.state, Follower: c.follower, Link: l.link, TicketMap: c.ticketMap(l.id), Now: now, MasterClock: mv.clock.offset()}
+	return reconcile.Input{Master: mv.state, Follower: c.follower, Link: l.link, TicketMap: c.ticketMap(l.id), Now: now, MasterClock: mv.clock.Offset()}
 }
 
 // finish ends the run: the status is written, and after a reconcile the next one is

@@ -59,7 +59,7 @@ func (h *harness) copying(cfg Config, follower reconcile.AccountState, master re
 	if h.rd.Reconcile != nil || h.rd.RaiseToken {
 		h.t.Fatal("reconciled before its master's feed attached")
 	}
-	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5)
+	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5, ServerClock{})
 	if !h.rd.RaiseToken {
 		h.t.Fatalf("the first reconcile of an ownership did not raise the token first: %+v", h.rd)
 	}

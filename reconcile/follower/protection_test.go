@@ -22,7 +22,7 @@ func TestStopOut(t *testing.T) {
 	if !h.rd.WatchEquity || !h.c.Guarded() {
 		t.Fatal("a follower with limits is not watched")
 	}
-	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5)
+	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5, ServerClock{})
 	h.rd = h.c.TokenDone(h.tick(), nil, false)
 	h.wantReconcile(CauseStart)
 	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil) // equity 10,000: the high-water mark
@@ -60,7 +60,7 @@ func TestStopOut(t *testing.T) {
 	stored := Protection{Limits: limits, States: map[int64]ProtectionState{0: h.rd.Protection[0]}}
 	stored.States[0] = ProtectionState{Scope: 0, State: append([]byte(nil), h.rd.Protection[0].State...)}
 	h2.rd = h2.c.Loaded(h2.at(), Loaded{Config: config(1, ""), Protection: stored, WithTickets: true})
-	h2.rd = h2.c.MasterAttached(h2.at(), 100, false, 1, 5)
+	h2.rd = h2.c.MasterAttached(h2.at(), 100, false, 1, 5, ServerClock{})
 	h2.rd = h2.c.TokenDone(h2.tick(), nil, false)
 	if got := h2.wantReconcile(CauseStart).Links[0].Link.Settings.Protect.CloseOnly; got != protect.CloseNow {
 		t.Fatalf("a new owner's link mode %q, want close_now: the stop-out was forgotten", got)
@@ -74,7 +74,7 @@ func TestStopOutWhileReconcilingPrioritizes(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.rd = h.c.Start(Status{})
 	h.rd = h.c.Loaded(h.at(), Loaded{Config: config(1, ""), Protection: Protection{Limits: []byte(`{"max_drawdown":{"percent":10}}`)}, WithTickets: true})
-	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5)
+	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5, ServerClock{})
 	h.rd = h.c.TokenDone(h.tick(), nil, false)
 	if h.rd.Prioritize {
 		t.Fatal("the first reconcile asked to be prioritized")
@@ -142,7 +142,7 @@ func TestUnknownEquityHoldsNewCopies(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.rd = h.c.Start(Status{})
 	h.rd = h.c.Loaded(h.at(), Loaded{Config: config(1, ""), Protection: Protection{Limits: limits}, WithTickets: true})
-	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5)
+	h.rd = h.c.MasterAttached(h.at(), 100, false, 1, 5, ServerClock{})
 	h.rd = h.c.TokenDone(h.tick(), nil, false)
 	h.wantReconcile(CauseStart)
 	h.answer(state("f", broker.Hedging), state("m", broker.Hedging), nil) // equity 10,000

@@ -101,7 +101,7 @@ func (s *scenario) step(t *testing.T, td *datadriven.TestData) string {
 	case "config":
 		rd = s.c.ConfigChanged(intArg("version", 0))
 	case "attach":
-		rd = s.c.MasterAttached(s.at(), intArg("master", 100), td.HasArg("restart"), intArg("epoch", 0), intArg("seq", 0))
+		rd = s.c.MasterAttached(s.at(), intArg("master", 100), td.HasArg("restart"), intArg("epoch", 0), intArg("seq", 0), ServerClock{})
 	case "token":
 		rd = s.c.TokenDone(s.at().Now, s.errArg(t, td), td.HasArg("dropped"))
 	case "event":
