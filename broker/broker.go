@@ -216,6 +216,12 @@ type OpenRequest struct {
 	SL, TP  float64
 	Magic   int64
 	Comment string
+	// WorstPrice bounds a Market order's fill (0: any price): at most this for a buy, at
+	// least this for a sell. A trade server that would fill beyond it refuses the order as
+	// a requote (CodeRequote, ErrRetryable) and opens nothing: MetaTrader's deviation, a FIX
+	// limit order's price. The simulator and the bridge carry it; the FIX client does not
+	// (broker/fix/FIX.md).
+	WorstPrice float64
 }
 
 // CloseRequest closes a position in full (Volume 0) or in part.

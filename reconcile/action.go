@@ -140,6 +140,9 @@ type Action struct {
 	// Price is the price an Open expects: the follower's Ask (buy) or Bid (sell) when known,
 	// else the master's open price. For slippage metrics; the order is a market order.
 	Price float64
+	// WorstPrice is the worst fill an Open accepts (broker.OpenRequest.WorstPrice): the
+	// link's price-deviation bound from the master's open price, 0 without one.
+	WorstPrice float64
 	// Track lists the master positions the follower position carries after this action.
 	// When the action succeeds the engine writes, for each, Tracked.Entry(link, ticket),
 	// replacing the map entry of that master ticket; ticket is the position the order result
@@ -264,7 +267,7 @@ func (a Action) UnknownOutcomeChanges(linkID int64, mode broker.AccountMode) (tr
 // OpenRequest returns the request of an Open action.
 func (a Action) OpenRequest(o broker.Order) broker.OpenRequest {
 	return broker.OpenRequest{Order: o, Symbol: a.Symbol, Side: a.Side, Type: broker.Market,
-		Volume: a.Volume, SL: a.SL, TP: a.TP, Magic: a.Magic, Comment: a.Comment}
+		Volume: a.Volume, SL: a.SL, TP: a.TP, Magic: a.Magic, Comment: a.Comment, WorstPrice: a.WorstPrice}
 }
 
 // CloseRequest returns the request of a Close (Volume 0: the whole position) or

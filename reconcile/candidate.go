@@ -17,6 +17,7 @@ type candidate struct {
 	side   broker.Side // the copy's side
 	sl, tp float64     // the copy's stops at price
 	price  float64     // expected fill price
+	worst  float64     // the worst fill the deviation bound accepts (0: none)
 	volume float64
 }
 
@@ -62,7 +63,9 @@ func (p *planner) evaluate(m broker.Position) (candidate, bool) {
 	}
 	side, msl, mtp := copySide(p.s, m)
 	price := expectedPrice(spec, side, m.OpenPrice)
+	var worst float64
 	if maxDev := p.s.Window.MaxDeviationPoints; maxDev > 0 && point(spec) > 0 {
+		worst = worstPrice(side, m.OpenPrice, maxDev*point(spec))
 		if quoted(spec, side) {
 			if dev := math.Abs(price-m.OpenPrice) / point(spec); dev > maxDev+1e-9 {
 				return skip(SkipPriceDeviation, "%s %v vs master open %v: %.1f points > %v", sym, price, m.OpenPrice, dev, maxDev)
@@ -89,7 +92,7 @@ func (p *planner) evaluate(m broker.Position) (candidate, bool) {
 	if why != 0 {
 		return skip(why, "%s", detail)
 	}
-	return candidate{m: m, symbol: sym, spec: spec, rules: rules, side: side, sl: sl, tp: tp, price: price, volume: vol}, true
+	return candidate{m: m, symbol: sym, spec: spec, rules: rules, side: side, sl: sl, tp: tp, price: price, worst: worst, volume: vol}, true
 }
 
 // quoted reports whether the follower's price for opening side is known.
@@ -130,7 +133,18 @@ func (p *planner) openAction(c candidate, volume float64) Action {
 	return Action{
 		Kind: Open, Reason: ReasonCopyMissing, MasterTicket: c.m.Ticket,
 		Symbol: c.symbol, Side: c.side, Volume: volume, SL: c.sl, TP: c.tp,
-		Magic: p.in.Link.Magic, Comment: Marker(c.m.Ticket), Price: c.price,
+		Magic: p.in.Link.Magic, Comment: Marker(c.m.Ticket), Price: c.price, WorstPrice: c.worst,
 		Track: []Tracked{{MasterTicket: c.m.Ticket, Ratio: volume / c.m.Volume}},
 	}
+}
+
+// worstPrice is the worst fill a copy of side may get, dev (in price) from the master's
+// open: the deviation bound, checked again by the trade server at the fill
+// (broker.OpenRequest.WorstPrice), since the market moves between the plan's quote and
+// the fill. 0 (no bound) where a sell's bound would not be a price.
+func worstPrice(side broker.Side, masterOpen, dev float64) float64 {
+	if side == broker.Buy {
+		return masterOpen + dev
+	}
+	return max(masterOpen-dev, 0)
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -58,6 +59,42 @@ func TestPlanQuoteAge(t *testing.T) {
 			}
 			if p := res.Actions[0].Price; p != tc.wantPrice {
 				t.Fatalf("expected price %v, want %v (a stale quote is no price)", p, tc.wantPrice)
+			}
+		})
+	}
+}
+
+// TestOpenCarriesTheDeviationBound: an Open under a price-deviation bound carries its
+// worst fill, the master's open price plus the bound for a buy copy and minus it for a
+// sell copy (a reversed link's copy of a buy), for the trade server to hold at the fill;
+// without a bound it carries none.
+func TestOpenCarriesTheDeviationBound(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		maxDev  float64
+		reverse bool
+		want    float64
+	}{
+		{name: "buy copy", maxDev: 30, want: 1.10040},
+		{name: "sell copy", maxDev: 30, reverse: true, want: 1.09980},
+		{name: "no bound", want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := testInput(broker.Hedging)
+			in.Link.Settings.Window.MaxDeviationPoints = tc.maxDev
+			in.Link.Settings.Reverse = tc.reverse
+			m := mpos(501, "EURUSD", broker.Buy, 0.4, time.Second)
+			m.OpenPrice = 1.10010
+			in.Master.Positions = []broker.Position{m}
+			res := Plan(in)
+			if len(res.Actions) != 1 || res.Actions[0].Kind != Open {
+				t.Fatalf("want an open; actions %v, skips %v", res.Actions, res.Skipped)
+			}
+			if got := res.Actions[0].WorstPrice; math.Abs(got-tc.want) > 1e-9 {
+				t.Fatalf("worst price %v, want %v", got, tc.want)
+			}
+			if got := res.Actions[0].OpenRequest(broker.Order{}).WorstPrice; got != res.Actions[0].WorstPrice {
+				t.Fatalf("the request carries %v, the action %v", got, res.Actions[0].WorstPrice)
 			}
 		})
 	}

@@ -24,7 +24,11 @@ func appendOrderValue(b []byte, v any) ([]byte, bool) {
 		b, ok3 := appendFloats(b, []string{`,"volume":`, `,"price":`, `,"sl":`, `,"tp":`}, w.Volume, w.Price, w.SL, w.TP)
 		b = appendInt(b, `,"magic":`, w.Magic)
 		b, ok4 := appendString(b, `,"comment":`, w.Comment)
-		return append(b, '}'), ok && ok2 && ok3 && ok4
+		ok5 := true
+		if w.WorstPrice != 0 { // omitempty
+			b, ok5 = appendFloats(b, []string{`,"worst_price":`}, w.WorstPrice)
+		}
+		return append(b, '}'), ok && ok2 && ok3 && ok4 && ok5
 	case wireClose:
 		b, ok := appendOrder(b, &w.wireOrder)
 		b = appendInt(b, `,"ticket":`, w.Ticket)
@@ -98,11 +102,12 @@ type orderFields struct {
 	symbol, comment       *string
 	side, typ             *int8
 	volume, price, sl, tp *float64
+	worst                 *float64
 	magic, ticket         *int64
 }
 
 var orderMembers = map[string]int{"request_id": 0, "token": 1, "node": 2, "deadline": 3, "symbol": 4, "side": 5,
-	"type": 6, "volume": 7, "price": 8, "sl": 9, "tp": 10, "magic": 11, "comment": 12, "ticket": 13}
+	"type": 6, "volume": 7, "price": 8, "sl": 9, "tp": 10, "magic": 11, "comment": 12, "ticket": 13, "worst_price": 14}
 
 // decodeOrderParamsFast decodes an order request's params into v (a *wireOpen,
 // *wireClose or *wireModify) as json.Unmarshal would, for the plain form; false for
@@ -113,7 +118,7 @@ func decodeOrderParamsFast(p []byte, v any) bool {
 	case *wireOpen:
 		c := *w
 		if decodeOrderFields(p, orderFields{order: &c.wireOrder, symbol: &c.Symbol, comment: &c.Comment, side: &c.Side, typ: &c.Type,
-			volume: &c.Volume, price: &c.Price, sl: &c.SL, tp: &c.TP, magic: &c.Magic}) {
+			volume: &c.Volume, price: &c.Price, sl: &c.SL, tp: &c.TP, worst: &c.WorstPrice, magic: &c.Magic}) {
 			*w = c
 			return true
 		}
@@ -166,8 +171,10 @@ func decodeOrderFields(p []byte, f orderFields) bool {
 			return f.magic != nil && d.signed(f.magic)
 		case 12:
 			return f.comment != nil && d.text(f.comment)
-		default:
+		case 13:
 			return f.ticket != nil && d.signed(f.ticket)
+		default:
+			return f.worst != nil && d.float(f.worst)
 		}
 	})
 }

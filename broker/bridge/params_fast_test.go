@@ -64,7 +64,7 @@ func randomOrderValue(rng *rand.Rand) (v any, plain bool) {
 	switch rng.IntN(4) {
 	case 0:
 		return wireOpen{wireOrder: o, Symbol: str(), Side: int8(rng.IntN(256) - 128), Type: int8(rng.IntN(3)), Volume: float(),
-			Price: float(), SL: float(), TP: float(), Magic: rng.Int64(), Comment: str()}, plain
+			Price: float(), SL: float(), TP: float(), Magic: rng.Int64(), Comment: str(), WorstPrice: float()}, plain
 	case 1:
 		return wireClose{wireOrder: o, Ticket: rng.Int64(), Volume: float()}, plain
 	case 2:

@@ -71,6 +71,9 @@ func TestSessionRoundTrip(t *testing.T) {
 	wantClass(t, err, broker.ErrPermanent, broker.CodeInvalidRequest)
 	_, err = sess.Open(ctx, broker.OpenRequest{Order: order(), Symbol: "EURUSD", Side: broker.Buy, Volume: 0.015})
 	wantClass(t, err, broker.ErrPermanent, broker.CodeInvalidVolume)
+	// The worst price travels: a buy bounded below the market is requoted.
+	_, err = sess.Open(ctx, broker.OpenRequest{Order: order(), Symbol: "EURUSD", Side: broker.Buy, Volume: 0.01, WorstPrice: specs[0].Bid / 2})
+	wantClass(t, err, broker.ErrRetryable, broker.CodeRequote)
 
 	// Close ends the feed and later calls fail like the simulator's do.
 	if err := sess.Close(); err != nil {

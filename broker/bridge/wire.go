@@ -186,17 +186,19 @@ type wireOpen struct {
 	TP      float64 `json:"tp"`
 	Magic   int64   `json:"magic"`
 	Comment string  `json:"comment"`
+	// WorstPrice is optional: absent (or 0) for a fill at any price.
+	WorstPrice float64 `json:"worst_price,omitempty"`
 }
 
 func toWireOpen(r broker.OpenRequest) wireOpen {
 	return wireOpen{wireOrder: toWireOrder(r.Order), Symbol: r.Symbol, Side: int8(r.Side), Type: int8(r.Type),
-		Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP, Magic: r.Magic, Comment: r.Comment}
+		Volume: r.Volume, Price: r.Price, SL: r.SL, TP: r.TP, Magic: r.Magic, Comment: r.Comment, WorstPrice: r.WorstPrice}
 }
 
 func (w wireOpen) toBroker() broker.OpenRequest {
 	return broker.OpenRequest{Order: w.wireOrder.toBroker(), Symbol: w.Symbol, Side: broker.Side(w.Side),
 		Type: broker.OrderType(w.Type), Volume: w.Volume, Price: w.Price, SL: w.SL, TP: w.TP, Magic: w.Magic,
-		Comment: w.Comment}
+		Comment: w.Comment, WorstPrice: w.WorstPrice}
 }
 
 type wireClose struct {

@@ -40,6 +40,12 @@ func errRequote() error {
 	return broker.NewError(broker.ErrRetryable, broker.CodeRequote, "requote")
 }
 
+// errPriceBeyond refuses a market order whose fill would pass its worst price, as
+// MetaTrader requotes an order whose price moved beyond its deviation.
+func errPriceBeyond(side broker.Side, price, worst float64) error {
+	return broker.NewError(broker.ErrRetryable, broker.CodeRequote, "requote: %s at %v is beyond the order's worst price %v", side, price, worst)
+}
+
 func errTimeout() error {
 	return broker.NewError(broker.ErrUnknownOutcome, broker.CodeTimeout, "timeout: the order may or may not have executed")
 }

@@ -122,6 +122,45 @@ func TestRequote(t *testing.T) {
 	}
 }
 
+// TestWorstPriceBoundsTheFill: a market order whose fill would pass its worst price (a
+// buy above it, a sell below it) is requoted and opens nothing, logged as a requote; one
+// whose worst price the fill meets, or that has none, executes.
+func TestWorstPriceBoundsTheFill(t *testing.T) {
+	srv := sim.New(sim.Config{Seed: 3, Symbols: []sim.SymbolConfig{{Name: "EURUSD", BaseCurrency: "EUR", QuoteCurrency: "USD",
+		ContractSize: 100000, MinLot: 0.01, MaxLot: 100, LotStep: 0.01, Digits: 5, SpreadPoints: 10, Price: 1.1}}})
+	s := newAccount(t, srv, "f", broker.Hedging)
+	// A flat market: bid 1.09995, ask 1.10005.
+	for _, tc := range []struct {
+		side   broker.Side
+		worst  float64
+		filled bool
+	}{
+		{broker.Buy, 1.10004, false}, {broker.Buy, 1.10005, true}, {broker.Buy, 0, true},
+		{broker.Sell, 1.09996, false}, {broker.Sell, 1.09995, true},
+	} {
+		req := openReq("EURUSD", tc.side, 0.1)
+		req.WorstPrice = tc.worst
+		before := len(mustPositions(t, s))
+		res, err := s.Open(t.Context(), req)
+		if !tc.filled {
+			wantCode(t, err, broker.ErrRetryable, broker.CodeRequote)
+			if n := len(mustPositions(t, s)); n != before {
+				t.Fatalf("%v with worst price %v: a refused order opened a position", tc.side, tc.worst)
+			}
+			if es := logOf(t, srv, req.RequestID); len(es) != 1 || es[0].Executed || es[0].Result != broker.CodeRequote {
+				t.Fatalf("log of the refused order: %+v", es)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v with worst price %v: %v", tc.side, tc.worst, err)
+		}
+		if tc.worst != 0 && (tc.side == broker.Buy && res.Price > tc.worst || tc.side == broker.Sell && res.Price < tc.worst) {
+			t.Fatalf("%v filled at %v beyond its worst price %v", tc.side, res.Price, tc.worst)
+		}
+	}
+}
+
 // TestFaultsRepeat: the same seed and the same calls give the same fault decisions.
 func TestFaultsRepeat(t *testing.T) {
 	run := func(seed int64) []error {

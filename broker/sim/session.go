@@ -117,7 +117,7 @@ func (ss *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Ord
 		}
 		return ss.srv.openLocked(a, now, openOrder{
 			symbol: req.Symbol, side: req.Side, volume: req.Volume,
-			sl: req.SL, tp: req.TP, magic: req.Magic, comment: req.Comment,
+			sl: req.SL, tp: req.TP, magic: req.Magic, comment: req.Comment, worst: req.WorstPrice,
 		})
 	})
 }

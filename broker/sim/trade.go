@@ -16,6 +16,7 @@ type openOrder struct {
 	sl, tp  float64
 	magic   int64
 	comment string
+	worst   float64 // broker.OpenRequest.WorstPrice
 }
 
 // resolve finds the symbol an account names; the account's suffix is required.
@@ -48,6 +49,9 @@ func (s *Server) openLocked(a *account, now time.Time, o openOrder) (outcome, er
 	price, ref := ask, bid
 	if o.side == broker.Sell {
 		price, ref = bid, ask
+	}
+	if w := sym.roundPrice(o.worst); o.worst > 0 && (o.side == broker.Buy && price > w || o.side == broker.Sell && price < w) {
+		return outcome{}, errPriceBeyond(o.side, price, w)
 	}
 	sl, tp := sym.roundPrice(o.sl), sym.roundPrice(o.tp)
 	if err := checkStops(o.side, sl, tp, ref); err != nil {
