@@ -29,14 +29,8 @@ func TestCopiesFromAServerWhoseClockIsBehind(t *testing.T) {
 	db := storetest.NewDB(t)
 	behind := func() time.Time { return time.Now().Add(-90 * time.Second) }
 	s := sim.New(sim.Config{Seed: 7, Clock: behind})
-	for _, a := range []struct {
-		id    int64
-		login string
-		role  store.Role
-	}{{1, "m1", store.RoleMaster}, {1001, "f1", store.RoleFollower}} {
-		must(t, s.Provision(ctx, broker.AccountSpec{Login: a.login, Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging}))
-		must(t, store.CreateAccount(ctx, db.Pool, store.Account{ID: a.id, Platform: "sim", Role: a.role, Enabled: true, Login: a.login}))
-	}
+	provision(t, s, db, 1, "m1", store.RoleMaster)
+	provision(t, s, db, 1001, "f1", store.RoleFollower)
 	_, err := store.CreateLink(ctx, db.Pool, store.Link{MasterID: 1, FollowerID: 1001, Enabled: true, Magic: 7001, Settings: []byte(`{}`)})
 	must(t, err)
 	signals := &testwait.Log[actors.Signal]{}
@@ -89,8 +83,7 @@ func TestCopiesFromAServerWhoseClockIsBehind(t *testing.T) {
 		t.Fatal("no gap reconcile: the test proves nothing of the reconcile's plan")
 	}
 
-	must(t, s.Provision(ctx, broker.AccountSpec{Login: "f2", Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging}))
-	must(t, store.CreateAccount(ctx, db.Pool, store.Account{ID: 1002, Platform: "sim", Role: store.RoleFollower, Enabled: true, Login: "f2"}))
+	provision(t, s, db, 1002, "f2", store.RoleFollower)
 	_, err = store.CreateLink(ctx, db.Pool, store.Link{MasterID: 1, FollowerID: 1002, Enabled: true, Magic: 7001, Settings: []byte(`{}`)})
 	must(t, err)
 	copies("f2", 3)

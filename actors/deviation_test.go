@@ -46,14 +46,8 @@ func TestPriceDeviationIsCheckedAgainstTheCurrentQuote(t *testing.T) {
 			Digits: 5, SpreadPoints: 10, Price: 1.085}
 	}
 	s := sim.New(sim.Config{Seed: 7, Clock: simClock.now, Symbols: []sim.SymbolConfig{flat("EURUSD"), flat("EURUSX")}})
-	for _, a := range []struct {
-		id    int64
-		login string
-		role  store.Role
-	}{{1, "m1", store.RoleMaster}, {1001, "f1", store.RoleFollower}} {
-		must(t, s.Provision(ctx, broker.AccountSpec{Login: a.login, Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging}))
-		must(t, store.CreateAccount(ctx, db.Pool, store.Account{ID: a.id, Platform: "sim", Role: a.role, Enabled: true, Login: a.login}))
-	}
+	provision(t, s, db, 1, "m1", store.RoleMaster)
+	provision(t, s, db, 1001, "f1", store.RoleFollower)
 	settings := reconcile.DefaultSettings()
 	settings.Window.MaxDeviationPoints = 30
 	settings.Symbols.Pairs = map[string]string{"EURUSD": "EURUSX"}

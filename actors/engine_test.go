@@ -81,6 +81,15 @@ func newCluster(t *testing.T, masters, followers int) *cluster {
 	return c
 }
 
+// provision makes an account of the simulator (hedging, 100,000 USD) and of the
+// database, for tests that set up their own simulator.
+func provision(t *testing.T, s *sim.Server, db *storetest.DB, id int64, login string, role store.Role) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, s.Provision(ctx, broker.AccountSpec{Login: login, Currency: "USD", Balance: 100_000, Leverage: 100, Mode: broker.Hedging}))
+	must(t, store.CreateAccount(ctx, db.Pool, store.Account{ID: id, Platform: "sim", Role: role, Enabled: true, Login: login}))
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

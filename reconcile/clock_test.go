@@ -36,16 +36,7 @@ func TestPlanDatesMasterPositionsByTheServersClock(t *testing.T) {
 				in.Follower.QuotesAt = in.Now.Add(-time.Hour)
 			}
 			in.Master.Positions = []broker.Position{mpos(501, "EURUSD", broker.Buy, 0.4, tc.openedAgo)}
-			res := Plan(in)
-			if tc.want != 0 {
-				if len(res.Actions) != 0 || len(res.Skipped) != 1 || res.Skipped[0].Reason != tc.want {
-					t.Fatalf("want skip %v; actions %v, skips %v", tc.want, res.Actions, res.Skipped)
-				}
-				return
-			}
-			if len(res.Actions) != 1 || res.Actions[0].Kind != Open {
-				t.Fatalf("want an open; actions %v, skips %v", res.Actions, res.Skipped)
-			}
+			wantOneOpenOrSkip(t, Plan(in), tc.want)
 		})
 	}
 }

@@ -48,14 +48,8 @@ func TestPlanQuoteAge(t *testing.T) {
 			if res.NeedsQuote() != (tc.want == SkipQuoteStale) {
 				t.Fatalf("NeedsQuote %v; skips %v", res.NeedsQuote(), res.Skipped)
 			}
-			if tc.want != 0 {
-				if len(res.Actions) != 0 || len(res.Skipped) != 1 || res.Skipped[0].Reason != tc.want {
-					t.Fatalf("want skip %v; actions %v, skips %v", tc.want, res.Actions, res.Skipped)
-				}
+			if !wantOneOpenOrSkip(t, res, tc.want) {
 				return
-			}
-			if len(res.Actions) != 1 || res.Actions[0].Kind != Open {
-				t.Fatalf("want an open; actions %v, skips %v", res.Actions, res.Skipped)
 			}
 			if p := res.Actions[0].Price; p != tc.wantPrice {
 				t.Fatalf("expected price %v, want %v (a stale quote is no price)", p, tc.wantPrice)
@@ -87,9 +81,7 @@ func TestOpenCarriesTheDeviationBound(t *testing.T) {
 			m.OpenPrice = 1.10010
 			in.Master.Positions = []broker.Position{m}
 			res := Plan(in)
-			if len(res.Actions) != 1 || res.Actions[0].Kind != Open {
-				t.Fatalf("want an open; actions %v, skips %v", res.Actions, res.Skipped)
-			}
+			wantOneOpenOrSkip(t, res, 0)
 			if got := res.Actions[0].WorstPrice; math.Abs(got-tc.want) > 1e-9 {
 				t.Fatalf("worst price %v, want %v", got, tc.want)
 			}
@@ -98,4 +90,20 @@ func TestOpenCarriesTheDeviationBound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wantOneOpenOrSkip checks a plan of one master position: skipped for want, or (want 0)
+// opened by a single Open; it reports whether the plan opened.
+func wantOneOpenOrSkip(t *testing.T, res Result, want SkipReason) bool {
+	t.Helper()
+	if want != 0 {
+		if len(res.Actions) != 0 || len(res.Skipped) != 1 || res.Skipped[0].Reason != want {
+			t.Fatalf("want skip %v; actions %v, skips %v", want, res.Actions, res.Skipped)
+		}
+		return false
+	}
+	if len(res.Actions) != 1 || res.Actions[0].Kind != Open {
+		t.Fatalf("want an open; actions %v, skips %v", res.Actions, res.Skipped)
+	}
+	return true
 }
