@@ -496,9 +496,9 @@ func valueMember(buf *bytes.Buffer, name string, v any) bool {
 
 // decodeOrderResultFast decodes an order's result (the client reads one per order) as
 // json.Unmarshal would, for the plain form the bridge server writes: the four members and
-// the optional funds object, plain numbers, the server time as a plain string (parsed by time.Time's own
-// UnmarshalJSON, as encoding/json does); false for anything else, and w is then to be
-// decoded by json.Unmarshal (TestDecodeOrderResultFastIsUnmarshal).
+// the optional funds object, plain numbers, the server time as a plain string (parsed by
+// time.Time's own UnmarshalJSON, as encoding/json does); false for anything else, and w is
+// then to be decoded by json.Unmarshal (TestDecodeOrderResultFastIsUnmarshal).
 func decodeOrderResultFast(p []byte, w *wireOrderResult) bool {
 	d := fastDecoder{p: p}
 	r := *w // members the payload lacks keep their values, as with json.Unmarshal

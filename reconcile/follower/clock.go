@@ -2,6 +2,12 @@ package follower
 
 import "time"
 
+// maxClockOffset is the largest offset the estimate is trusted with: beyond it the server's
+// times are taken to be wrong (a terminal that sends local times as UTC, a clock hours
+// off), not skewed, and positions are dated as if the clocks were one. That errs towards
+// skipping copies as too old, never towards copying positions hours old.
+const maxClockOffset = 10 * time.Minute
+
 // clockWindow is how long a sample of a master server's clock offset counts: the estimate
 // is the largest sample of the current window and the one before it, so a sample ages out
 // after one to two windows.
@@ -34,17 +40,22 @@ func (s *ServerClock) Observe(serverTime, received, now time.Time) {
 	}
 }
 
-// Offset is the estimate: 0 before any sample.
+// Offset is the estimate: 0 before any sample, and 0 when it is over maxClockOffset either
+// way.
 func (s *ServerClock) Offset() time.Duration {
+	var d time.Duration
 	switch {
 	case s.hasCur && s.hasPrev:
-		return max(s.cur, s.prev)
+		d = max(s.cur, s.prev)
 	case s.hasCur:
-		return s.cur
+		d = s.cur
 	case s.hasPrev:
-		return s.prev
+		d = s.prev
 	}
-	return 0
+	if d > maxClockOffset || d < -maxClockOffset {
+		return 0
+	}
+	return d
 }
 
 // Known reports whether the estimate rests on a sample.

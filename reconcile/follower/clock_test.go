@@ -39,6 +39,23 @@ func TestServerClockKeepsTheLeastDelayedSample(t *testing.T) {
 	}
 }
 
+// TestServerClockDistrustsHoursOfOffset: server times hours off (a terminal sending local
+// times as UTC) are not compensated: the estimate is 0, so old positions are skipped as too
+// old rather than copied; an offset just within maxClockOffset is kept.
+func TestServerClockDistrustsHoursOfOffset(t *testing.T) {
+	for _, tc := range []struct {
+		sample, want time.Duration
+	}{
+		{-2 * time.Hour, 0}, {3 * time.Hour, 0}, {-maxClockOffset, -maxClockOffset}, {maxClockOffset + time.Second, 0},
+	} {
+		var c ServerClock
+		c.Observe(t0.Add(tc.sample), t0, t0)
+		if got := c.Offset(); got != tc.want {
+			t.Errorf("a sample of %v gives the offset %v, want %v", tc.sample, got, tc.want)
+		}
+	}
+}
+
 // TestCopiesAreDatedByTheMastersServerClock: the master's trade server runs 90 s behind
 // the node. A position it opened reaches the node at once and is copied: its OpenTime is
 // 90 s before the node's clock, not 90 s ago (before, every copy was too old for the
