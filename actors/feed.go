@@ -9,6 +9,7 @@ import (
 
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/internal/backoff"
+	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/reconcile/follower"
 	"github.com/snapcopier/copier/store"
 )
@@ -49,7 +50,49 @@ type masterFeed struct {
 	// clock estimates the master server's clock offset from every event passed on, for the
 	// accounts that subscribe later (follower.Core.MasterAttached): each follower's Core
 	// estimates it from the events it gets, but a newly claimed one has none yet.
-	clock follower.ServerClock
+	clock      follower.ServerClock
+	clockState clockState // as last logged
+}
+
+// clockState is how a master server's clock stands against the node's, for the operator:
+// the feed logs each change.
+type clockState int8
+
+const (
+	clockInStep clockState = iota // within reconcile.QuoteMaxAge, or not known yet
+	clockOff                      // further off, and positions are dated by the offset
+	clockWrong                    // off beyond what is trusted: not compensated
+)
+
+func clockStateOf(c *follower.ServerClock) clockState {
+	switch d := c.Offset(); {
+	case !c.Trusted():
+		return clockWrong
+	case d > reconcile.QuoteMaxAge || d < -reconcile.QuoteMaxAge:
+		return clockOff
+	}
+	return clockInStep
+}
+
+// observeClock takes one event into the estimate of the master server's clock and logs a
+// change of its state.
+func (f *masterFeed) observeClock(serverTime, received time.Time) {
+	f.clock.Observe(serverTime, received, received)
+	st := clockStateOf(&f.clock)
+	if st == f.clockState {
+		return
+	}
+	f.clockState = st
+	switch st {
+	case clockOff:
+		f.e.log.Warn().Int64("master", f.master.ID).Dur("offset", f.clock.Offset()).
+			Msg("master's trade server clock is off the node's; its positions are dated by the offset")
+	case clockWrong:
+		f.e.log.Warn().Int64("master", f.master.ID).
+			Msg("master's trade server times are over 10 minutes off the node's: not compensated, so copies of its positions may be skipped as too_old")
+	default:
+		f.e.log.Info().Int64("master", f.master.ID).Msg("master's trade server clock is back in step with the node's")
+	}
 }
 
 func newMasterFeed(e *engine, master store.Account) actor.Producer {
@@ -83,7 +126,7 @@ func (f *masterFeed) Receive(ctx actor.Context) {
 			return
 		}
 		f.epoch, f.seq = m.ev.Epoch, m.ev.Seq
-		f.clock.Observe(m.ev.ServerTime, m.received, m.received)
+		f.observeClock(m.ev.ServerTime, m.received)
 		shared := &masterEvent{masterID: f.master.ID, event: m.ev, received: m.received, n: f.dispatched.Add(1), dispatched: &f.dispatched}
 		for _, pid := range f.subs {
 			ctx.Send(pid, shared)

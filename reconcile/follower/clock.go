@@ -31,8 +31,10 @@ func (s *ServerClock) Observe(serverTime, received, now time.Time) {
 	if serverTime.IsZero() || received.IsZero() {
 		return
 	}
-	if now.Sub(s.since) >= clockWindow {
-		s.prev, s.hasPrev = s.cur, s.hasCur
+	if el := now.Sub(s.since); el >= clockWindow {
+		// The current window becomes the previous one, unless it ended a window ago or
+		// more (a master quiet for hours): its samples are too old to count.
+		s.prev, s.hasPrev = s.cur, s.hasCur && el < 2*clockWindow
 		s.hasCur, s.since = false, now
 	}
 	if d := serverTime.Sub(received); !s.hasCur || d > s.cur {
@@ -41,21 +43,31 @@ func (s *ServerClock) Observe(serverTime, received, now time.Time) {
 }
 
 // Offset is the estimate: 0 before any sample, and 0 when it is over maxClockOffset either
-// way.
+// way (Trusted false).
 func (s *ServerClock) Offset() time.Duration {
-	var d time.Duration
+	if d := s.raw(); s.Trusted() {
+		return d
+	}
+	return 0
+}
+
+// Trusted reports whether the estimate is within maxClockOffset (true before any sample).
+func (s *ServerClock) Trusted() bool {
+	d := s.raw()
+	return d <= maxClockOffset && d >= -maxClockOffset
+}
+
+// raw is the largest sample of the two windows, 0 before any.
+func (s *ServerClock) raw() time.Duration {
 	switch {
 	case s.hasCur && s.hasPrev:
-		d = max(s.cur, s.prev)
+		return max(s.cur, s.prev)
 	case s.hasCur:
-		d = s.cur
+		return s.cur
 	case s.hasPrev:
-		d = s.prev
+		return s.prev
 	}
-	if d > maxClockOffset || d < -maxClockOffset {
-		return 0
-	}
-	return d
+	return 0
 }
 
 // Known reports whether the estimate rests on a sample.

@@ -37,6 +37,11 @@ func TestServerClockKeepsTheLeastDelayedSample(t *testing.T) {
 	if got := c.Offset(); got != -93*time.Second {
 		t.Fatalf("offset %v two windows on, want -93s (the -90s sample aged out)", got)
 	}
+	now = now.Add(3 * clockWindow) // a quiet master: the samples before are too old to count
+	sample(-130 * time.Second)
+	if got := c.Offset(); got != -130*time.Second {
+		t.Fatalf("offset %v after three quiet windows, want -130s (the new sample alone)", got)
+	}
 }
 
 // TestServerClockDistrustsHoursOfOffset: server times hours off (a terminal sending local
