@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/sim"
@@ -34,15 +32,7 @@ func TestCopiesFromAServerWhoseClockIsBehind(t *testing.T) {
 	_, err := store.CreateLink(ctx, db.Pool, store.Link{MasterID: 1, FollowerID: 1001, Enabled: true, Magic: 7001, Settings: []byte(`{}`)})
 	must(t, err)
 	signals := &testwait.Log[actors.Signal]{}
-	node, err := actors.Start(ctx, actors.Config{NodeID: "n1", Platform: "sim", Capacity: 10, Lease: shortLease, ReconcileEvery: -1},
-		actors.Deps{Pool: db.NewPool(t, store.Options{}), Broker: s, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(testLogLevel()),
-			Observe: signals.Add})
-	must(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = node.Stop(ctx)
-	})
+	startOwn(t, db, s, signals, nil)
 	signals.Await(t, "follower started", 0, 30*time.Second, func(sigs []actors.Signal) (bool, string) {
 		for _, sig := range sigs {
 			if sig.Kind == actors.SignalReconcileDone && sig.Account == 1001 && sig.Idle {

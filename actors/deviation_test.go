@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/broker/sim"
@@ -57,15 +55,7 @@ func TestPriceDeviationIsCheckedAgainstTheCurrentQuote(t *testing.T) {
 	must(t, err)
 
 	signals := &testwait.Log[actors.Signal]{}
-	node, err := actors.Start(ctx, actors.Config{NodeID: "n1", Platform: "sim", Capacity: 10, Lease: shortLease, ReconcileEvery: -1},
-		actors.Deps{Pool: db.NewPool(t, store.Options{}), Broker: s, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(testLogLevel()),
-			Observe: signals.Add, Now: nodeClock.now})
-	must(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = node.Stop(ctx)
-	})
+	startOwn(t, db, s, signals, nodeClock.now)
 	// reconciled waits for a reconcile of the follower started after mark, of cause, to
 	// be done with nothing more to do.
 	reconciled := func(what string, mark int, cause string) {

@@ -90,6 +90,23 @@ func provision(t *testing.T, s *sim.Server, db *storetest.DB, id int64, login st
 	must(t, store.CreateAccount(ctx, db.Pool, store.Account{ID: id, Platform: "sim", Role: role, Enabled: true, Login: login}))
 }
 
+// startOwn starts node n1 (capacity 10, test lease, no periodic repair) on a test's own
+// simulator s and database, its signals into signals and its clock now (nil: time.Now);
+// it stops with the test.
+func startOwn(t *testing.T, db *storetest.DB, s broker.Broker, signals *testwait.Log[actors.Signal], now func() time.Time) *actors.Node {
+	t.Helper()
+	node, err := actors.Start(context.Background(), actors.Config{NodeID: "n1", Platform: "sim", Capacity: 10, Lease: shortLease, ReconcileEvery: -1},
+		actors.Deps{Pool: db.NewPool(t, store.Options{}), Broker: s, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(testLogLevel()),
+			Observe: signals.Add, Now: now})
+	must(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = node.Stop(ctx)
+	})
+	return node
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
