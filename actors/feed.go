@@ -35,7 +35,7 @@ type feedEvent struct {
 type masterFeed struct {
 	e        *engine
 	master   store.Account
-	subs     map[string]*actor.PID
+	subs     subscribers
 	session  broker.Session
 	gen      int // subscription generation: a restart starts a new one
 	epoch    int64
@@ -96,7 +96,7 @@ func (f *masterFeed) observeClock(serverTime, received time.Time) {
 }
 
 func newMasterFeed(e *engine, master store.Account) actor.Producer {
-	return func() actor.Actor { return &masterFeed{e: e, master: master, subs: map[string]*actor.PID{}} }
+	return func() actor.Actor { return &masterFeed{e: e, master: master, subs: subscribers{at: map[string]int{}}} }
 }
 
 // Receive implements actor.Actor.
@@ -113,12 +113,12 @@ func (f *masterFeed) Receive(ctx actor.Context) {
 			_ = f.session.Close()
 		}
 	case feedSubscribe:
-		f.subs[m.pid.Id] = m.pid
+		f.subs.add(m.pid)
 		if f.session != nil {
 			ctx.Send(m.pid, masterSession{masterID: f.master.ID, session: f.session, epoch: f.epoch, seq: f.seq, clock: f.clock})
 		}
 	case feedUnsubscribe:
-		delete(f.subs, m.pid.Id)
+		f.subs.remove(m.pid)
 	case feedConnected:
 		f.onConnected(ctx, m)
 	case *feedEvent:
@@ -128,7 +128,7 @@ func (f *masterFeed) Receive(ctx actor.Context) {
 		f.epoch, f.seq = m.ev.Epoch, m.ev.Seq
 		f.observeClock(m.ev.ServerTime, m.received)
 		shared := &masterEvent{masterID: f.master.ID, event: m.ev, received: m.received, n: f.dispatched.Add(1), dispatched: &f.dispatched}
-		for _, pid := range f.subs {
+		for _, pid := range f.subs.list {
 			ctx.Send(pid, shared)
 		}
 	case feedClosed:
@@ -201,11 +201,47 @@ func (f *masterFeed) onConnected(ctx actor.Context, m feedConnected) {
 	if restarted {
 		f.restarts++
 	}
-	for _, pid := range f.subs {
+	for _, pid := range f.subs.list {
 		ctx.Send(pid, masterSession{masterID: f.master.ID, session: f.session, restarted: restarted, clock: f.clock})
 	}
 }
 
 func (f *masterFeed) resubscribe(ctx actor.Context) {
 	f.connect(ctx)
+}
+
+// subscribers are a feed's AccountActors in the order they subscribed, which is about the
+// order their memory was allocated in (claimed and loaded together). A fan-out in that
+// order, instead of a map's random one, keeps each account's step near the last one's in
+// memory: BenchmarkFanout's engine CPU per order fell by about 0.5 µs (BENCHMARKS.md).
+type subscribers struct {
+	list []*actor.PID
+	at   map[string]int // index in list, by PID id
+}
+
+// add appends pid unless it is subscribed already.
+func (s *subscribers) add(pid *actor.PID) {
+	if i, ok := s.at[pid.Id]; ok {
+		s.list[i] = pid
+		return
+	}
+	s.at[pid.Id] = len(s.list)
+	s.list = append(s.list, pid)
+}
+
+// remove drops pid, moving the last subscriber into its place: one unsubscribe costs the
+// same at any size (a release of 10,000 accounts unsubscribes them all).
+func (s *subscribers) remove(pid *actor.PID) {
+	i, ok := s.at[pid.Id]
+	if !ok {
+		return
+	}
+	delete(s.at, pid.Id)
+	last := len(s.list) - 1
+	if i != last {
+		s.list[i] = s.list[last]
+		s.at[s.list[i].Id] = i
+	}
+	s.list[last] = nil
+	s.list = s.list[:last]
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
 	"github.com/snapcopier/copier/store"
@@ -48,5 +49,47 @@ func TestFeedLogsTheMasterServersClockOnce(t *testing.T) {
 	event(0)
 	if l := lines(); len(l) != 3 || !strings.Contains(l[2], "back in step") {
 		t.Fatalf("after the clock came back, logged %q", l)
+	}
+}
+
+// TestSubscribersKeepTheirOrderAndOneEntryEach: the feed's subscribers fan out in the
+// order they subscribed; a second subscribe adds nothing; an unsubscribe drops exactly
+// that account (the last one takes its place) and an unknown one changes nothing.
+func TestSubscribersKeepTheirOrderAndOneEntryEach(t *testing.T) {
+	s := subscribers{at: map[string]int{}}
+	pid := func(id string) *actor.PID { return actor.NewPID("local", id) }
+	ids := func() string {
+		var b strings.Builder
+		for i, p := range s.list {
+			if s.at[p.Id] != i {
+				t.Fatalf("%s is at %d, indexed at %d", p.Id, i, s.at[p.Id])
+			}
+			b.WriteString(p.Id)
+		}
+		if len(s.at) != len(s.list) {
+			t.Fatalf("%d indexed, %d listed", len(s.at), len(s.list))
+		}
+		return b.String()
+	}
+	for _, id := range []string{"a", "b", "c", "d", "b"} {
+		s.add(pid(id))
+	}
+	if got := ids(); got != "abcd" {
+		t.Fatalf("after subscribing a b c d b: %q, want abcd", got)
+	}
+	s.remove(pid("b"))
+	if got := ids(); got != "adc" {
+		t.Fatalf("after b left: %q, want adc", got)
+	}
+	s.remove(pid("x"))
+	s.remove(pid("c"))
+	if got := ids(); got != "ad" {
+		t.Fatalf("after x and c left: %q, want ad", got)
+	}
+	s.remove(pid("a"))
+	s.remove(pid("d"))
+	s.add(pid("e"))
+	if got := ids(); got != "e" {
+		t.Fatalf("after a and d left and e came: %q, want e", got)
 	}
 }
