@@ -318,6 +318,10 @@ func (a *accountActor) noted(n *follower.Note) {
 		log.Warn().Int64("account", a.id).Int64("epoch", a.epoch).Str("dropped", n.Action.String()).Msg("lease not confirmed, order not sent")
 	case follower.NoteTokenFailed:
 		a.tokenFailed(n.Err, n.Failure)
+	case follower.NoteSkipped:
+		a.e.metrics.countSkip(n.Skip.Reason)
+		log.Debug().Int64("account", a.id).Int64("link", n.Link).Int64("master_ticket", n.Skip.MasterTicket).
+			Stringer("reason", n.Skip.Reason).Str("detail", n.Skip.Detail).Msg("master position not copied")
 	case follower.NoteEquityFailed:
 		log.Debug().Err(n.Err).Int64("account", a.id).Msg("equity read failed")
 	case follower.NoteStopOut:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snapcopier/copier/leasekeeper"
+	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/reconcile/follower"
 )
 
@@ -186,8 +187,9 @@ type Metrics struct {
 	OrdersExpired      atomic.Int64 // refused by the receiver: arrived after the lease trust ended
 	OrdersOther        atomic.Int64
 	DroppedWork        atomic.Int64
-	reconciles         [follower.CauseQuote + 1]atomic.Int64 // by follower.Cause
-	StopOuts           atomic.Int64                          // stop-outs (a breach of a drawdown or daily loss limit)
+	reconciles         [follower.CauseQuote + 1]atomic.Int64      // by follower.Cause
+	StopOuts           atomic.Int64                               // stop-outs (a breach of a drawdown or daily loss limit)
+	skips              [reconcile.SkipStopPassed + 1]atomic.Int64 // master positions not copied, by reconcile.SkipReason
 	StaleWritesRefused atomic.Int64
 	Crashes            atomic.Int64
 	Cycles             atomic.Int64
@@ -229,6 +231,21 @@ func (m *Metrics) ReconcilesTotal() int64 {
 func (m *Metrics) countReconcile(cause follower.Cause) {
 	if int(cause) < len(m.reconciles) {
 		m.reconciles[cause].Add(1)
+	}
+}
+
+// Skips is how many master positions were not copied for reason: each position and
+// reason once while it lasts, as journalled.
+func (m *Metrics) Skips(reason reconcile.SkipReason) int64 {
+	if reason <= 0 || int(reason) >= len(m.skips) {
+		return 0
+	}
+	return m.skips[reason].Load()
+}
+
+func (m *Metrics) countSkip(reason reconcile.SkipReason) {
+	if reason > 0 && int(reason) < len(m.skips) {
+		m.skips[reason].Add(1)
 	}
 }
 

@@ -76,6 +76,9 @@ func (p *planner) evaluate(m broker.Position) (candidate, bool) {
 		}
 	}
 	sl, tp := wantStops(p.s.Stops, spec, side, msl, mtp, price)
+	if detail := passedStop(spec, side, sl, tp); detail != "" {
+		return skip(SkipStopPassed, "%s %s", sym, detail)
+	}
 	masterSpec := p.in.Master.Symbols[m.Symbol]
 	if masterSpec.Name == "" {
 		masterSpec.Name = m.Symbol
@@ -101,6 +104,32 @@ func quoted(spec broker.SymbolSpec, side broker.Side) bool {
 		return spec.Ask > 0
 	}
 	return spec.Bid > 0
+}
+
+// passedStop describes how the follower's price has already passed a stop of a copy of
+// side ("" when it has not, or the closing price is unknown): a buy closes at the Bid and
+// needs SL < Bid < TP, a sell at the Ask and needs TP < Ask < SL, as MetaTrader checks
+// them (0: no stop). Sending such a copy only earns a refusal (invalid stops); at this
+// price the copy would close as soon as it opened.
+func passedStop(spec broker.SymbolSpec, side broker.Side, sl, tp float64) string {
+	if side == broker.Buy {
+		switch bid := spec.Bid; {
+		case bid <= 0:
+		case sl != 0 && sl >= bid:
+			return fmt.Sprintf("buy copy's stop-loss %v at or above the Bid %v", sl, bid)
+		case tp != 0 && tp <= bid:
+			return fmt.Sprintf("buy copy's take-profit %v at or below the Bid %v", tp, bid)
+		}
+		return ""
+	}
+	switch ask := spec.Ask; {
+	case ask <= 0:
+	case sl != 0 && sl <= ask:
+		return fmt.Sprintf("sell copy's stop-loss %v at or below the Ask %v", sl, ask)
+	case tp != 0 && tp >= ask:
+		return fmt.Sprintf("sell copy's take-profit %v at or above the Ask %v", tp, ask)
+	}
+	return ""
 }
 
 // expectedPrice is the price a market order on side would fill at: the follower's Ask for

@@ -65,6 +65,10 @@ const (
 	// follower's quote is older than QuoteMaxAge: the engine reads its symbols again and
 	// plans with a current quote (Result.NeedsQuote).
 	SkipQuoteStale
+	// SkipStopPassed: the follower's price has already passed the copy's stop-loss or
+	// take-profit (a buy closes at the Bid, a sell at the Ask); the trade server would
+	// refuse the order (invalid stops), and at that price the copy would close at once.
+	SkipStopPassed
 )
 
 // String returns the reason's snake_case name.
@@ -120,6 +124,8 @@ func (r SkipReason) String() string {
 		return "equity_unknown"
 	case SkipQuoteStale:
 		return "quote_stale"
+	case SkipStopPassed:
+		return "stop_passed"
 	}
 	return fmt.Sprintf("SkipReason(%d)", int8(r))
 }

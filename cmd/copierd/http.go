@@ -21,6 +21,7 @@ import (
 
 	"github.com/snapcopier/copier/actors"
 	"github.com/snapcopier/copier/internal/connauth"
+	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/reconcile/follower"
 )
 
@@ -279,6 +280,7 @@ func counterDefs() []counterDef {
 			{"stale_quote", reconciles(follower.CauseQuote)},
 			{"chained", reconciles(follower.CauseAgain)},
 		}},
+		{name: "copier_skips_total", help: "Master positions a link did not copy, by reason (each position and reason once while it lasts).", label: "reason", series: skipSeries()},
 		{name: "copier_stopouts_total", help: "Stop-outs: a follower's or a link's drawdown or daily loss limit breached.",
 			series: one(func(m *actors.Metrics) int64 { return m.StopOuts.Load() })},
 		{name: "copier_stale_writes_refused_total", help: "Fenced writes the database refused (the account had moved on).",
@@ -403,6 +405,19 @@ func nodeRow(n *actors.Node) statusRow {
 // ordersFailed is the number of orders that did not succeed, whatever the class.
 func ordersFailed(m *actors.Metrics) int64 {
 	return m.OrdersRetryable.Load() + m.OrdersUnknown.Load() + m.OrdersPermanent.Load() + m.OrdersFenced.Load() + m.OrdersExpired.Load() + m.OrdersOther.Load()
+}
+
+// skipSeries is one series of copier_skips_total per skip reason the journal keeps (all
+// but quote_stale, which the engine answers with a fresh quote at once).
+func skipSeries() []counterSeries {
+	var out []counterSeries
+	for r := reconcile.SkipReason(1); r <= reconcile.SkipStopPassed; r++ {
+		if r == reconcile.SkipQuoteStale {
+			continue
+		}
+		out = append(out, counterSeries{r.String(), func(m *actors.Metrics) int64 { return m.Skips(r) }})
+	}
+	return out
 }
 
 // reconciles reads the reconciles of causes, for one series of copier_reconciles_total.

@@ -368,7 +368,8 @@ func TestRunServesAndReleasesLeasesOnSignal(t *testing.T) {
 			"# TYPE copier_copy_latency_seconds histogram", "# TYPE copier_orders_total counter", "copier_trust_remaining_seconds",
 			`copier_copy_latency_part_seconds_count{node="test-node",part="feed"}`, `copier_copy_latency_part_seconds_count{node="test-node",part="broker"}`,
 			`copier_copy_slippage_points_count{node="test-node"}`, `copier_stopouts_total{node="test-node"} 0`,
-			`copier_reconciles_total{node="test-node",reason="protection"} 0`)
+			`copier_reconciles_total{node="test-node",reason="protection"} 0`, `copier_skips_total{node="test-node",reason="stop_passed"} 0`,
+			`copier_skips_total{node="test-node",reason="filtered_symbol"} 0`)
 		return ""
 	})
 	if code, body, err := httpGet("http://" + addr + "/"); err != nil || code != http.StatusOK || !strings.Contains(body, "test-node") {

@@ -72,6 +72,9 @@ type Core struct {
 	// a sort and two map writes per order.
 	tickets map[int64][]reconcile.TicketMapEntry
 	seenAt  time.Time // when the follower's positions were last read or changed by an order
+	// skips are the master positions whose skip is journalled (journalSkips); nil until a
+	// first one.
+	skips map[skipKey]struct{}
 
 	loading     bool
 	loadFails   int

@@ -99,10 +99,16 @@ func (c *Core) advance(now time.Time) {
 				// reads it (and plans the copy) once this run is done.
 				c.repairSoon(CauseQuote, 0)
 			}
+			if len(res.Skipped) > 0 || (c.skips != nil && e.ev.Kind == broker.Closed) {
+				c.journalSkips(l, &res, false, e.ev, now)
+			}
 		case runReconcile:
 			var found bool
 			if res, found = r.plans[l.id]; !found {
 				continue
+			}
+			if len(res.Skipped) > 0 || c.skips != nil {
+				c.journalSkips(l, &res, true, nil, now)
 			}
 		}
 		for _, t := range res.Track {

@@ -1,6 +1,7 @@
 package follower
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/snapcopier/copier/broker"
@@ -116,10 +117,14 @@ type Journal struct {
 	// when the journal is read (Action); zero for a stop-out.
 	Order reconcile.Summary
 	// StopOut describes a stop-out's entry.
-	StopOut      string
+	StopOut string
+	// Skip is why a master position was not copied (Result "skipped"): SkipDetail says
+	// more. Zero for an order or a stop-out.
+	Skip         reconcile.SkipReason
+	SkipDetail   string
 	MasterTicket int64
 	Ticket       int64
-	Result       string // "ok", an error class, "dropped" or "stop_out"
+	Result       string // "ok", an error class, "dropped", "stop_out" or "skipped"
 	Latency      time.Duration
 	Link         int64 // the link the order served (0: none, such as a stop-out)
 	// Quality is the latency split and slippage of an order copied on the event path
@@ -128,10 +133,13 @@ type Journal struct {
 	HasQuality bool
 }
 
-// Action describes the entry: its order, or the stop-out.
+// Action describes the entry: its order, the stop-out, or why a position was not copied.
 func (j *Journal) Action() string {
 	if j.StopOut != "" {
 		return j.StopOut
+	}
+	if j.Skip != 0 {
+		return fmt.Sprintf("not copied (%s): %s", j.Skip, j.SkipDetail)
 	}
 	return j.Order.String()
 }
@@ -154,10 +162,11 @@ const (
 	NoteTokenFailed                          // Err, Failure: the token could not be raised
 	NoteStopOut                              // Link (scope), Stop
 	NoteEquityFailed                         // Err: the equity could not be read
+	NoteSkipped                              // Link, Skip: a master position is not copied (once per position and reason)
 )
 
 var noteNames = [...]string{"", "loaded", "load-failed", "bad-config", "feed-attached", "reconcile-started", "reconcile-done",
-	"reconcile-failed", "order-failed", "order-retry", "dropped", "token-failed", "stop-out", "equity-failed"}
+	"reconcile-failed", "order-failed", "order-retry", "dropped", "token-failed", "stop-out", "equity-failed", "skipped"}
 
 // String names the kind.
 func (k NoteKind) String() string {
@@ -181,6 +190,7 @@ type Note struct {
 	Restarted bool
 	Idle      bool
 	Stop      *protect.StopOut
+	Skip      *reconcile.Skip
 }
 
 // Phase is where the account is in its life.

@@ -79,6 +79,9 @@ type journalJSON struct {
 	// SlippagePoints is the fill against the master's open price, worse positive (opens
 	// copied from the master's open only).
 	SlippagePoints *float64 `json:"slippage_points,omitempty"`
+	// Skip is why a master position was not copied (result "skipped"): a skip reason of
+	// reconcile/README.md.
+	Skip string `json:"skip,omitempty"`
 }
 
 // qualityJSON is one link's copy quality over its recent copies (the owning node's memory).
@@ -154,6 +157,9 @@ func newJournalJSON(js []actors.JournalEntry) []journalJSON {
 		e := js[i]
 		j := journalJSON{Time: e.Time, Action: e.Action(), MasterTicket: e.MasterTicket, Ticket: e.Ticket,
 			Result: e.Result, LatencyMS: ms(e.Latency), Link: e.Link}
+		if e.Skip != 0 {
+			j.Skip = e.Skip.String()
+		}
 		if e.HasQuality {
 			f, n, b := ms(e.Quality.Feed), ms(e.Quality.Node), ms(e.Quality.Broker)
 			j.FeedMS, j.NodeMS, j.BrokerMS = &f, &n, &b
