@@ -33,14 +33,7 @@ func TestCopiesFromAServerWhoseClockIsBehind(t *testing.T) {
 	must(t, err)
 	signals := &testwait.Log[actors.Signal]{}
 	startOwn(t, db, s, signals, nil)
-	signals.Await(t, "follower started", 0, 30*time.Second, func(sigs []actors.Signal) (bool, string) {
-		for _, sig := range sigs {
-			if sig.Kind == actors.SignalReconcileDone && sig.Account == 1001 && sig.Idle {
-				return true, ""
-			}
-		}
-		return false, "no idle reconcile yet"
-	})
+	awaitIdleReconcile(t, signals, 1001)
 	buy := func() {
 		t.Helper()
 		_, err := s.MasterOpen(ctx, "m1", broker.MasterOpenRequest{Symbol: "EURUSD", Side: broker.Buy, Volume: 0.1, Magic: 1})
@@ -77,4 +70,17 @@ func TestCopiesFromAServerWhoseClockIsBehind(t *testing.T) {
 	_, err = store.CreateLink(ctx, db.Pool, store.Link{MasterID: 1, FollowerID: 1002, Enabled: true, Magic: 7001, Settings: []byte(`{}`)})
 	must(t, err)
 	copies("f2", 3)
+}
+
+// awaitIdleReconcile waits for account's first reconcile that left nothing to do.
+func awaitIdleReconcile(t *testing.T, signals *testwait.Log[actors.Signal], account int64) {
+	t.Helper()
+	signals.Await(t, fmt.Sprintf("account %d reconciled", account), 0, 30*time.Second, func(sigs []actors.Signal) (bool, string) {
+		for _, sig := range sigs {
+			if sig.Kind == actors.SignalReconcileDone && sig.Account == account && sig.Idle {
+				return true, ""
+			}
+		}
+		return false, "no idle reconcile yet"
+	})
 }

@@ -37,14 +37,7 @@ func TestAPassedStopIsSkippedAndJournalled(t *testing.T) {
 	provision(t, s, db, 1001, "f1", store.RoleFollower)
 	_, err = store.CreateLink(ctx, db.Pool, store.Link{MasterID: 1, FollowerID: 1001, Enabled: true, Magic: 7001, Settings: []byte(`{}`)})
 	must(t, err)
-	signals.Await(t, "follower reconciled", 0, 30*time.Second, func(sigs []actors.Signal) (bool, string) {
-		for _, sig := range sigs {
-			if sig.Kind == actors.SignalReconcileDone && sig.Account == 1001 && sig.Idle {
-				return true, ""
-			}
-		}
-		return false, "no idle reconcile of the follower yet"
-	})
+	awaitIdleReconcile(t, signals, 1001)
 	_, err = s.MasterOpen(ctx, "m1", broker.MasterOpenRequest{Symbol: "EURUSD", Side: broker.Buy, Volume: 0.1, Magic: 1})
 	must(t, err)
 	testwait.For(t, "the next trade copied", 30*time.Second, func() (bool, string) {
