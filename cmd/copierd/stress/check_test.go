@@ -336,12 +336,25 @@ copier_owned_accounts{node="node-1"} 42
 copier_orders_total{node="node-1",result="ok"} 7
 copier_orders_total{node="node-1",result="fenced"} 2
 copier_dropped_work_total{node="node-1"} 3
+copier_skips_total{node="node-1",reason="too_old"} 4
+copier_skips_total{node="node-1",reason="filtered_side"} 0
+copier_skips_total{node="node-1",reason="stop_passed"} 1
 go_goroutines 99
 `
 	sc := parseMetrics(strings.NewReader(text))
 	if sc.values["copier_owned_accounts"] != 42 || sc.values[`copier_orders_total{result="ok"}`] != 7 ||
 		sc.values[`copier_orders_total{result="fenced"}`] != 2 || sc.values["copier_dropped_work_total"] != 3 || sc.values["go_goroutines"] != 99 {
 		t.Fatalf("%v", sc.values)
+	}
+	skips := sc.skips()
+	if len(skips) != 2 || skips["too_old"] != 4 || skips["stop_passed"] != 1 {
+		t.Fatalf("skips %v, want too_old 4 and stop_passed 1", skips)
+	}
+	if got := skipsText(skips); got != "  skipped stop_passed 1, too_old 4" {
+		t.Fatalf("node line's skips %q", got)
+	}
+	if got := skipsText(nil); got != "" {
+		t.Fatalf("node line without skips: %q", got)
 	}
 }
 

@@ -66,8 +66,9 @@ type nodeStats struct {
 	ordersFenced  int64
 	cycleFailures int64
 	leasesLost    int64
-	handOffs      int64       // copier_lease_handoffs_total
-	memory        []memSample // one per scrape that answered
+	handOffs      int64            // copier_lease_handoffs_total
+	skips         map[string]int64 // copier_skips_total by reason, the reasons above 0
+	memory        []memSample      // one per scrape that answered
 }
 
 // scrape is one parse of a node's /metrics.
@@ -350,6 +351,7 @@ func (n *nodeProc) scrapeMetrics(ctx context.Context, client *http.Client) {
 	st.cycleFailures = int64(sc.values["copier_lease_cycle_failures_total"])
 	st.leasesLost = int64(sc.values["copier_lease_lost_total"])
 	st.handOffs = int64(sc.values["copier_lease_handoffs_total"])
+	st.skips = sc.skips()
 	if v, ok := sc.values["go_goroutines"]; ok {
 		st.goroutines = int64(v)
 	}
@@ -396,6 +398,20 @@ func parseMetrics(r io.Reader) scrape {
 		sc.values[key] += v
 	}
 	return sc
+}
+
+// skips reads copier_skips_total: the reasons above 0 and their counts (nil when none).
+func (sc scrape) skips() map[string]int64 {
+	var out map[string]int64
+	for k, v := range sc.values {
+		if reason, ok := strings.CutPrefix(k, `copier_skips_total{reason="`); ok && v > 0 {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[strings.TrimSuffix(reason, `"}`)] = int64(v)
+		}
+	}
+	return out
 }
 
 // withHost returns the PostgreSQL URL u pointing at addr instead of its own host:port.

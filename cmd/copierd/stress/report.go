@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -142,7 +143,11 @@ type NodeReport struct {
 	StaleRefused  int64         `json:"stale_writes_refused"`
 	CycleFailures int64         `json:"lease_cycle_failures"`
 	LeasesLost    int64         `json:"leases_lost"`
-	Log           string        `json:"log"`
+	// Skips are the master positions the node's links did not copy, by reason
+	// (copier_skips_total): the stress's links copy everything, so any is a lead to a
+	// missed copy.
+	Skips map[string]int64 `json:"skips,omitempty"`
+	Log   string           `json:"log"`
 }
 
 // Invariant is one line of the verdict.
@@ -253,7 +258,7 @@ func (r *runner) report(f finalState, exits map[string]nodeExit, loadDur time.Du
 			MaxRSSMB: mb(st.maxRSSKB), LastRSSMB: mb(st.lastRSSKB), CPUSeconds: float64(st.cpuTicks) / clockTicks, Threads: st.threads,
 			AccountsMax: maxHeld[n.id], AccountsLast: lastHeld[n.id], OrdersSent: rep.Orders.ByNode[n.id],
 			OrdersOK: st.ordersOK, OrdersFailed: st.ordersFailed, DroppedWork: st.droppedWork, StaleRefused: st.staleRefused,
-			CycleFailures: st.cycleFailures, LeasesLost: st.leasesLost}
+			CycleFailures: st.cycleFailures, LeasesLost: st.leasesLost, Skips: st.skips}
 		if _, ok := maxHeld[n.id]; !ok {
 			nr.AccountsMax = int(st.maxOwned) // never sampled from the database: the node's own count
 		}
@@ -481,8 +486,8 @@ func (rep Report) WriteSummary(w io.Writer) {
 		if n.Goroutines != nil {
 			gr = fmt.Sprint(*n.Goroutines)
 		}
-		fmt.Fprintf(w, "  %-8s %-7s %6.1fs  rss max %6.1f MB  cpu %6.1fs (%5.1f%%)  threads %3d  goroutines %s  accounts max %5d last %5d  orders %6d  dropped %d  cycle failures %d  lost %d\n",
-			n.ID, n.End, n.LifetimeS, n.MaxRSSMB, n.CPUSeconds, n.CPUPercent, n.Threads, gr, n.AccountsMax, n.AccountsLast, n.OrdersSent, n.DroppedWork, n.CycleFailures, n.LeasesLost)
+		fmt.Fprintf(w, "  %-8s %-7s %6.1fs  rss max %6.1f MB  cpu %6.1fs (%5.1f%%)  threads %3d  goroutines %s  accounts max %5d last %5d  orders %6d  dropped %d  cycle failures %d  lost %d%s\n",
+			n.ID, n.End, n.LifetimeS, n.MaxRSSMB, n.CPUSeconds, n.CPUPercent, n.Threads, gr, n.AccountsMax, n.AccountsLast, n.OrdersSent, n.DroppedWork, n.CycleFailures, n.LeasesLost, skipsText(n.Skips))
 	}
 	writeMemory(w, rep.Nodes)
 	fmt.Fprintf(w, "\nfaults:\n")
@@ -582,4 +587,17 @@ func writeEvidence(dir string, f finalState) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "positions.json"), b, 0o644)
+}
+
+// skipsText is a node line's "  skipped too_old 3, stop_passed 1" (reasons sorted), or ""
+// when its links skipped nothing.
+func skipsText(skips map[string]int64) string {
+	if len(skips) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(skips))
+	for _, r := range slices.Sorted(maps.Keys(skips)) {
+		parts = append(parts, fmt.Sprintf("%s %d", r, skips[r]))
+	}
+	return "  skipped " + strings.Join(parts, ", ")
 }
