@@ -67,7 +67,11 @@ func TestNodeClusterPositionsJournalAndDrain(t *testing.T) {
 	must(t, store.CreateAccount(ctx, db.Pool, store.Account{ID: 1, Platform: "sim", Role: store.RoleMaster, Enabled: true, Login: "m1"}))
 	for _, id := range []int64{101, 102} {
 		must(t, store.CreateAccount(ctx, db.Pool, store.Account{ID: id, Platform: "sim", Role: store.RoleFollower, Enabled: true, Login: fmt.Sprintf("f%d", id)}))
-		_, err := store.CreateLink(ctx, db.Pool, store.Link{MasterID: 1, FollowerID: id, Enabled: true, Magic: 7000 + id})
+		var settings []byte
+		if id == 102 {
+			settings = []byte(`{"filters": {"sides": "sell"}}`) // skips the buy below: its journal says so
+		}
+		_, err := store.CreateLink(ctx, db.Pool, store.Link{MasterID: 1, FollowerID: id, Enabled: true, Magic: 7000 + id, Settings: settings})
 		must(t, err)
 	}
 	node := startNode(t, db, srv, sealer, "node-a", 10)
@@ -148,6 +152,20 @@ func TestNodeClusterPositionsJournalAndDrain(t *testing.T) {
 		r.json(t, &jr)
 		return jr.OwnedHere && len(jr.Journal) > 0 && jr.Journal[0].MasterTicket == pos.Ticket && jr.Journal[0].Result == "ok", r.body
 	})
+	var sj struct {
+		Journal []struct {
+			Action       string `json:"action"`
+			MasterTicket int64  `json:"master_ticket"`
+			Result       string `json:"result"`
+			Skip         string `json:"skip"`
+		} `json:"journal"`
+	}
+	eventually(t, "the other follower's journal says why the buy was not copied", 10*time.Second, func() (bool, string) {
+		r := e.do("GET", "/api/accounts/102/journal", nil, bearer)
+		r.json(t, &sj)
+		return len(sj.Journal) == 1 && sj.Journal[0].MasterTicket == pos.Ticket && sj.Journal[0].Result == "skipped" &&
+			sj.Journal[0].Skip == "filtered_side" && strings.HasPrefix(sj.Journal[0].Action, "not copied (filtered_side): "), r.body
+	})
 	var mp struct {
 		Positions []struct{ Ticket int64 } `json:"positions"`
 	}
@@ -169,6 +187,7 @@ func TestNodeClusterPositionsJournalAndDrain(t *testing.T) {
 		"/":             {`id="node-id">node-a`, "this process", `data-countdown=`, "Pause claiming", "Drain and stop this node"},
 		"/accounts":     {`data-id="101"`, "node-a", `<span class="pill here">here</span>`, "copying"},
 		"/accounts/101": {`id="journal-table"`, `class="pill state copied"`, fmt.Sprint(pos.Ticket), "this process"},
+		"/accounts/102": {`<span class="pill warn" title="filtered_side">skipped</span>`, "not copied (filtered_side): "},
 		"/accounts/1":   {"EURUSD", "No node runs this account now."},
 	} {
 		r := b.get(path)
