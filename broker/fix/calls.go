@@ -520,23 +520,38 @@ func orderReply(res *broker.OrderResult, contractSize float64) func(*quickfix.Me
 			return true, broker.NewError(broker.ErrUnknownOutcome, broker.CodeTimeout, "fix: the venue does not know the order (yet): %s", str(r, fixwire.TagText))
 		case status == fixwire.StatusRejected || str(r, fixwire.TagExecType) == fixwire.ExecRejected:
 			return true, replyError(r)
+		case status == fixwire.StatusCanceled || status == fixwire.StatusExpired:
+			// An immediate-or-cancel order the venue did not fill in whole (beyond its limit,
+			// the worst price, or for want of liquidity): what it did fill, if anything, is
+			// the order's result; nothing filled is a requote, resent like one.
+			if num(r, fixwire.TagCumQty) <= 0 {
+				return true, broker.NewError(broker.ErrRetryable, broker.CodeRequote, "fix: the venue cancelled the order unfilled: %s", str(r, fixwire.TagText))
+			}
+			fillResult(res, r, num(r, fixwire.TagAvgPx), num(r, fixwire.TagCumQty), contractSize)
+			return true, nil
 		case status == fixwire.StatusFilled || status == fixwire.StatusReplaced:
-			ticket, _ := strconv.ParseInt(str(r, fixwire.TagPosMaintRptID), 10, 64)
-			res.Ticket = ticket
-			res.Price = num(r, fixwire.TagLastPx)
-			if res.Price == 0 {
-				res.Price = num(r, fixwire.TagAvgPx)
+			price := num(r, fixwire.TagLastPx)
+			if price == 0 {
+				price = num(r, fixwire.TagAvgPx)
 			}
 			qty := num(r, fixwire.TagLastQty)
 			if qty == 0 {
 				qty = num(r, fixwire.TagCumQty)
 			}
-			res.Volume = fixwire.ToLots(qty, contractSize)
-			res.ServerTime, _ = fixwire.ParseTime(str(r, fixwire.TagTransactTime))
+			fillResult(res, r, price, qty, contractSize)
 			return true, nil
 		}
 		return false, nil // new, pending: wait for the fill or the reject
 	}
+}
+
+// fillResult is the result of a fill report r: its position id (721, when the venue names
+// one), price, quantity in lots and server time.
+func fillResult(res *broker.OrderResult, r *quickfix.Message, price, qty, contractSize float64) {
+	res.Ticket, _ = strconv.ParseInt(str(r, fixwire.TagPosMaintRptID), 10, 64)
+	res.Price = price
+	res.Volume = fixwire.ToLots(qty, contractSize)
+	res.ServerTime, _ = fixwire.ParseTime(str(r, fixwire.TagTransactTime))
 }
 
 // Open implements broker.Session: NewOrderSingle (D, market) answered by an
@@ -573,8 +588,20 @@ func (s *session) Open(ctx context.Context, req broker.OpenRequest) (broker.Orde
 		if req.Comment != "" {
 			m.Body.SetString(fixwire.TagComment, req.Comment)
 		}
-	case req.Comment != "":
-		m.Body.SetString(fixwire.TagText, req.Comment) // the copy marker, in a standard tag
+		if req.WorstPrice > 0 {
+			// The deviation bound at the fill: the venue refuses beyond it as a requote.
+			m.Body.SetString(fixwire.TagWorstPrice, fixwire.FormatFloat(req.WorstPrice))
+		}
+	default:
+		if req.Comment != "" {
+			m.Body.SetString(fixwire.TagText, req.Comment) // the copy marker, in a standard tag
+		}
+		if req.WorstPrice > 0 {
+			// Standard FIX has no worst price for a market order: a limit order at it,
+			// immediate or cancel, fills at it or better, or is cancelled unfilled.
+			m.Body.SetString(fixwire.TagOrdType, fixwire.OrdTypeLimit)
+			m.Body.SetString(fixwire.TagPrice, fixwire.FormatFloat(req.WorstPrice))
+		}
 	}
 	res, err := s.sendOrder(ctx, id, req.Order, m, sp.ContractSize)
 	return s.recordOpen(ctx, id, req, res, err)

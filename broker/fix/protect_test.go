@@ -247,7 +247,8 @@ func TestFIX44ProtectiveOrders(t *testing.T) {
 }
 
 // The strict front refuses, with a rejected ExecutionReport naming why, a resting order it
-// cannot map onto the account's net position, and refuses a replace or cancel of an order
+// cannot map onto the account's net position; cancels unfilled an immediate-or-cancel
+// limit the market is beyond (a marketable limit, not a resting order); and refuses a replace or cancel of an order
 // it does not know with an OrderCancelReject (102=1).
 func TestStrictFrontRefusesUnmappableRestingOrders(t *testing.T) {
 	s := sim.New(sim.Config{Seed: 1, AutoProvision: true,
@@ -277,8 +278,12 @@ func TestStrictFrontRefusesUnmappableRestingOrders(t *testing.T) {
 	expect("a stop for another quantity", rc.read(), "39=8\x01", "not the position's quantity")
 	rc.send("FIX.4.4", "D", "11=s4", "55=1", "54=2", "38=1000", "40=3", "59=1", now)
 	expect("a stop without StopPx", rc.read(), "39=8\x01", "StopPx")
-	rc.send("FIX.4.4", "D", "11=s5", "55=1", "54=2", "38=1000", "40=2", "44=0.5", "59=3", now)
-	expect("an IOC limit", rc.read(), "39=8\x01", "TimeInForce")
+	rc.send("FIX.4.4", "D", "11=s5", "55=1", "54=2", "38=1000", "40=2", "44=5", "59=3", now)
+	expect("an IOC limit beyond the market (a marketable limit, not a resting order)", rc.read(), "35=8\x01", "150=4\x01", "39=4\x01", "14=0\x01", "not filled within the limit")
+	rc.send("FIX.4.4", "D", "11=s6", "55=1", "54=2", "38=1000", "40=2", "59=3", now)
+	expect("an IOC limit without Price", rc.read(), "39=8\x01", "Price (44)")
+	rc.send("FIX.4.4", "D", "11=s7", "55=1", "54=2", "38=1000", "40=2", "44=0.5", "59=4", now)
+	expect("a fill-or-kill limit", rc.read(), "39=8\x01", "TimeInForce")
 	rc.send("FIX.4.4", "G", "11=g1", "41=nope", "55=1", "54=2", "38=1000", "40=3", "99=0.5", "59=1", now)
 	expect("a replace of an unknown order", rc.read(), "35=9\x01", "102=1\x01", "434=2\x01")
 	rc.send("FIX.4.4", "F", "11=f1", "41=nope", "55=1", "54=2", "38=1000", now)

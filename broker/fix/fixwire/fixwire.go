@@ -103,6 +103,7 @@ const (
 	TagTakeProfit   quickfix.Tag = 9011 // position take-profit price (0 = none)
 	TagMagic        quickfix.Tag = 9012 // MetaTrader magic number
 	TagComment      quickfix.Tag = 9013 // position comment (the venue may truncate it)
+	TagWorstPrice   quickfix.Tag = 9014 // the worst fill an open accepts (broker.OpenRequest.WorstPrice; absent: none)
 	TagOpenTime     quickfix.Tag = 9020 // position open time (UTCTimestamp)
 	TagErrorCode    quickfix.Tag = 9030 // broker.Code of a reject
 	TagErrorClass   quickfix.Tag = 9031 // broker error class of a reject, by name
@@ -209,6 +210,7 @@ const (
 	ExecCanceled    = string(enum.ExecType_CANCELED)
 	StatusNew       = string(enum.OrdStatus_NEW)
 	StatusCanceled  = string(enum.OrdStatus_CANCELED)
+	StatusExpired   = string(enum.OrdStatus_EXPIRED)
 	// CxlRejUnknownOrder is the CxlRejReason (102) of a cancel or replace of an order the
 	// venue does not know (any more); CxlRejOther (99) any other.
 	CxlRejUnknownOrder = string(enum.CxlRejReason_UNKNOWN_ORDER)

@@ -2,6 +2,7 @@ package fixfront
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 
@@ -144,6 +145,7 @@ func (s *fsession) resolve(m *quickfix.Message, clOrdID string, id uuid.UUID) *q
 func (s *fsession) process(mt string, m *quickfix.Message, clOrdID string, e *orderEntry) {
 	defer close(e.done)
 	ctx := context.Background()
+	var limit float64 // a marketable limit's price (strict mode)
 	ord, err := orderHeader(m, clOrdID)
 	if err == nil {
 		err = s.f.refuseExpired(ord)
@@ -163,6 +165,14 @@ func (s *fsession) process(mt string, m *quickfix.Message, clOrdID string, e *or
 		case mt == fixwire.MsgOrderCancelReplace:
 			e.reply = s.replaceResting(m, clOrdID, ord)
 			return
+		case t == fixwire.OrdTypeLimit && mustString(m, fixwire.TagTimeInForce) == fixwire.TIFImmediate:
+			// A marketable limit: a market order that fills at the limit or better, or
+			// is cancelled unfilled (immediate or cancel).
+			limit = getFloat(m.Body, fixwire.TagPrice)
+			if !(limit > 0) {
+				e.reply = s.reject(mt, m, clOrdID, fixwire.RejOther, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "a Limit order (40=2) needs a positive Price (44)"))
+				return
+			}
 		case t == fixwire.OrdTypeStop || t == fixwire.OrdTypeLimit:
 			e.reply = s.newResting(m, clOrdID, ord)
 			return
@@ -170,6 +180,10 @@ func (s *fsession) process(mt string, m *quickfix.Message, clOrdID string, e *or
 	}
 	ticket, _ := strconv.ParseInt(mustString(m, fixwire.TagPosMaintRptID), 10, 64)
 	symID, _ := m.Body.GetString(fixwire.TagSymbol)
+	worst := getFloat(m.Body, fixwire.TagWorstPrice)
+	if limit > 0 {
+		worst = limit
+	}
 
 	var (
 		res  broker.OrderResult
@@ -196,7 +210,7 @@ func (s *fsession) process(mt string, m *quickfix.Message, clOrdID string, e *or
 				e.reply = s.reject(mt, m, clOrdID, fixwire.RejOther, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "Side (54) must be 1 or 2"))
 				return
 			}
-			if t := mustString(m, fixwire.TagOrdType); t != fixwire.OrdTypeMarket {
+			if t := mustString(m, fixwire.TagOrdType); t != fixwire.OrdTypeMarket && limit == 0 {
 				e.reply = s.reject(mt, m, clOrdID, fixwire.RejOther, broker.NewError(broker.ErrPermanent, broker.CodeInvalidRequest, "only market orders (40=1) are supported, got %q", t))
 				return
 			}
@@ -207,7 +221,7 @@ func (s *fsession) process(mt string, m *quickfix.Message, clOrdID string, e *or
 				magic, _ := strconv.ParseInt(mustString(m, fixwire.TagMagic), 10, 64)
 				res, err = s.sess.Open(ctx, broker.OpenRequest{Order: ord, Symbol: sp.Name, Side: side, Type: broker.Market,
 					Volume: lots, SL: getFloat(m.Body, fixwire.TagStopLoss), TP: getFloat(m.Body, fixwire.TagTakeProfit),
-					Magic: magic, Comment: mustString(m, fixwire.TagComment)})
+					Magic: magic, Comment: mustString(m, fixwire.TagComment), WorstPrice: worst})
 			}
 		}
 	}
@@ -217,6 +231,13 @@ func (s *fsession) process(mt string, m *quickfix.Message, clOrdID string, e *or
 			// PossResend later learns what happened.
 			return
 		}
+		var te *broker.TradeError
+		if limit > 0 && errors.As(err, &te) && te.Code == broker.CodeRequote {
+			// The market is beyond the limit: a standard venue cancels the rest of an
+			// immediate-or-cancel order, here all of it.
+			e.reply = s.cancelledUnfilled(m, clOrdID, err)
+			return
+		}
 		e.reply = s.reject(mt, m, clOrdID, fixwire.RejReason(err), err)
 		s.afterError(err)
 		return
@@ -224,6 +245,29 @@ func (s *fsession) process(mt string, m *quickfix.Message, clOrdID string, e *or
 	symNum, _ := strconv.Atoi(symID)
 	e.reply = s.fill(mt, m, clOrdID, sp, symNum, side, res)
 	s.send(e.reply)
+}
+
+// cancelledUnfilled reports an immediate-or-cancel order cancelled with nothing filled
+// (150=4 / 39=4, CumQty 0), the reason in Text, and sends it.
+func (s *fsession) cancelledUnfilled(m *quickfix.Message, clOrdID string, why error) *quickfix.Message {
+	r := newMsg(fixwire.MsgExecutionReport)
+	r.Body.SetString(fixwire.TagClOrdID, clOrdID)
+	r.Body.SetString(fixwire.TagOrderID, s.f.nextID("o"))
+	r.Body.SetString(fixwire.TagExecID, s.f.nextID("e"))
+	r.Body.SetString(fixwire.TagExecType, fixwire.ExecCanceled)
+	r.Body.SetString(fixwire.TagOrdStatus, fixwire.StatusCanceled)
+	for _, t := range []quickfix.Tag{fixwire.TagSymbol, fixwire.TagSide, fixwire.TagOrderQty, fixwire.TagOrdType, fixwire.TagPrice} {
+		if v := mustString(m, t); v != "" {
+			r.Body.SetString(t, v)
+		}
+	}
+	r.Body.SetString(fixwire.TagLeavesQty, "0")
+	r.Body.SetString(fixwire.TagCumQty, "0")
+	r.Body.SetString(fixwire.TagAvgPx, "0")
+	r.Body.SetString(fixwire.TagTransactTime, fixwire.FormatTime(s.f.opts.Now()))
+	r.Body.SetString(fixwire.TagText, "not filled within the limit: "+why.Error())
+	s.send(r)
+	return r
 }
 
 // refuseExpired refuses an order that arrived after its deadline, by the front's clock,
