@@ -281,6 +281,11 @@ func (c *Core) Loaded(at At, m Loaded) *Ready {
 			c.masters[id] = &master{}
 		}
 	}
+	for k := range c.skips {
+		if !slices.ContainsFunc(c.links, func(l link) bool { return l.id == k.link }) {
+			delete(c.skips, k) // a link no longer loaded plans nothing that would end them
+		}
+	}
 	if m.WithTickets {
 		c.tickets = ticketsByLink(m.Tickets)
 	}

@@ -11,7 +11,8 @@ import (
 // is journalled (result "skipped", the reason and its detail) and noted once; the plans
 // that meet it again (a change of the position, every reconcile) journal nothing more;
 // a reconcile whose plan no longer skips it, or the position's close, ends it, so a later
-// skip is journalled again; quote_stale, which the engine answers at once, is not.
+// skip is journalled again; quote_stale, which the engine answers at once, is not. A link
+// no longer loaded takes its skips with it.
 func TestSkipsAreJournalledOncePerPositionAndReason(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.copying(config(1, `{"filters": {"exclude_symbols": ["EURUSD"]}}`), state("f", broker.Hedging), state("m", broker.Hedging))
@@ -79,4 +80,13 @@ func TestSkipsAreJournalledOncePerPositionAndReason(t *testing.T) {
 	skipped("502 closed")
 	reconcileWith(501, 502) // a new position 502 would be journalled again
 	skipped("502 after its close", 502)
+
+	// The link is removed (another takes its place): its skips go with it.
+	if len(h.c.skips) != 2 {
+		t.Fatalf("%d skips held before the reload, want 2", len(h.c.skips))
+	}
+	h.rd = h.c.Loaded(h.at(), Loaded{Config: Config{Version: 2, Links: []LinkConfig{{ID: 2, MasterID: 100, Magic: 1002, Settings: []byte(`{}`), MasterEnabled: true}}}})
+	if len(h.c.skips) != 0 {
+		t.Fatalf("skips %v held for a link no longer loaded", h.c.skips)
+	}
 }
