@@ -251,8 +251,12 @@ func (p *planner) manageCopy(m broker.Position, c broker.Position, es []TicketMa
 	if c.Side == side {
 		sl, tp := wantStops(p.s.Stops, spec, side, msl, mtp, c.OpenPrice)
 		if !samePrice(c.SL, sl, spec) || !samePrice(c.TP, tp, spec) {
-			p.act(Action{Kind: Modify, Reason: ReasonStops, MasterTicket: m.Ticket, FollowerTicket: c.Ticket,
-				Symbol: c.Symbol, Side: c.Side, Volume: volume, SL: sl, TP: tp})
+			if detail := passedStop(spec, side, sl, tp); detail != "" {
+				p.skip(Skip{MasterTicket: m.Ticket, FollowerTicket: c.Ticket, Symbol: c.Symbol, Reason: SkipStopPassed, Detail: "stops not moved: " + detail})
+			} else {
+				p.act(Action{Kind: Modify, Reason: ReasonStops, MasterTicket: m.Ticket, FollowerTicket: c.Ticket,
+					Symbol: c.Symbol, Side: c.Side, Volume: volume, SL: sl, TP: tp})
+			}
 		}
 	}
 	return volume

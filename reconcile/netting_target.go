@@ -193,6 +193,10 @@ func (p *planner) fixNetStops(ns *netSymbol, spec broker.SymbolSpec, lead share,
 	_, msl, mtp := copySide(p.s, lead.m)
 	sl, tp := wantStops(p.s.Stops, spec, lead.side, msl, mtp, base)
 	if !samePrice(ns.pos.SL, sl, spec) || !samePrice(ns.pos.TP, tp, spec) {
+		if detail := passedStop(spec, lead.side, sl, tp); detail != "" {
+			p.skip(Skip{MasterTicket: lead.m.Ticket, FollowerTicket: ns.pos.Ticket, Symbol: ns.name, Reason: SkipStopPassed, Detail: "stops not moved: " + detail})
+			return
+		}
 		p.act(Action{Kind: Modify, Reason: ReasonStops, MasterTicket: lead.m.Ticket, FollowerTicket: ns.pos.Ticket,
 			Symbol: ns.name, Side: ns.pos.Side, Volume: ns.pos.Volume, SL: sl, TP: tp})
 	}

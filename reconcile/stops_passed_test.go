@@ -67,3 +67,37 @@ func TestPlanSkipsCopiesWhoseStopThePriceHasPassed(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanDoesNotMoveStopsThePriceHasPassed: a master's change of its stops is not carried
+// to a copy when the follower's price has passed the stop it would get (the trade server
+// would refuse the change, at every reconcile): the copy keeps its stops and the skip says
+// why (stop_passed); a change the price allows is carried. Hedging and netting followers.
+func TestPlanDoesNotMoveStopsThePriceHasPassed(t *testing.T) {
+	for _, mode := range []broker.AccountMode{broker.Hedging, broker.Netting} {
+		for _, tc := range []struct {
+			sl     float64 // the master's new stop-loss (Bid 1.10000)
+			modify bool
+		}{{1.10002, false}, {1.10000, false}, {1.09990, true}} {
+			in := testInput(mode)
+			in.Follower.Symbols = specs(fx("EURUSD"))
+			m := mpos(501, "EURUSD", broker.Buy, 0.4, time.Hour)
+			m.SL = tc.sl
+			in.Master.Positions = []broker.Position{m}
+			c := copyOf(7001, 501, "EURUSD", broker.Buy, 0.4)
+			c.SL = 1.09000
+			in.Follower.Positions = []broker.Position{c}
+			in.TicketMap = []TicketMapEntry{{LinkID: 1, MasterTicket: 501, FollowerTicket: 7001, Volume: 1}}
+			res := Plan(in)
+			if tc.modify {
+				if !reflect.DeepEqual(kinds(res), []ActionKind{Modify}) || res.Actions[0].SL != tc.sl || len(res.Skipped) != 0 {
+					t.Errorf("%v, master SL %v: actions %v, skips %v; want the modify", mode, tc.sl, res.Actions, res.Skipped)
+				}
+				continue
+			}
+			if len(res.Actions) != 0 || !reflect.DeepEqual(skipReasons(res), []SkipReason{SkipStopPassed}) ||
+				res.Skipped[0].MasterTicket != 501 || res.Skipped[0].FollowerTicket != 7001 {
+				t.Errorf("%v, master SL %v: actions %v, skips %+v; want only a stop_passed skip of 501's copy", mode, tc.sl, res.Actions, res.Skipped)
+			}
+		}
+	}
+}
