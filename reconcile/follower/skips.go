@@ -18,8 +18,8 @@ type skipKey struct {
 // position and reason is journalled once while it lasts, not at every plan that meets it
 // again (a periodic repair plans every open master position): a reconcile's plan (whole)
 // sees all of the link's master positions, so it replaces the link's set; an event's (ev)
-// adds to it, and a master position's close ends it. quote_stale is not journalled: the engine reads
-// a quote and plans the copy again at once.
+// adds to it, and a master position's close ends it. quote_stale is not journalled: the
+// engine reads a quote and plans the copy again at once.
 func (c *Core) journalSkips(l *link, res *reconcile.Result, whole bool, ev *broker.Event, now time.Time) {
 	if whole && c.skips != nil {
 		for k := range c.skips {
