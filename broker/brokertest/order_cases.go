@@ -18,6 +18,57 @@ func orderCases() []testCase {
 		{"NotEnoughMoney", testNoMoney},
 		{"CommentTruncated", testCommentTruncated},
 		{"ConcurrentOrders", testConcurrentOrders},
+		{"WorstPriceBoundsTheFill", testWorstPrice},
+	}
+}
+
+// testWorstPrice: an open's worst price (broker.OpenRequest.WorstPrice) bounds its fill:
+// one the market is well beyond (a thousand points) is refused as a requote and changes
+// nothing; one well within fills at it or better. Both sides, on a netting account (the
+// kind every venue serves), read through the Controller.
+func testWorstPrice(h *harness) {
+	const login = "acct-worst"
+	s := h.account(login, broker.Netting)
+	sym := h.symbol(s)
+	dev := 1000 * sym.Point
+	net := func() float64 {
+		h.t.Helper()
+		ps, err := h.env.Control.AccountPositions(h.ctx, login)
+		h.must(err)
+		var v float64
+		for _, p := range ps {
+			if p.Side == broker.Buy {
+				v += p.Volume
+			} else {
+				v -= p.Volume
+			}
+		}
+		return v
+	}
+	for _, c := range []struct {
+		side   broker.Side
+		worst  float64
+		filled bool
+	}{
+		{broker.Buy, sym.Ask - dev, false}, {broker.Buy, sym.Ask + dev, true},
+		{broker.Sell, sym.Bid + dev, false}, {broker.Sell, sym.Bid - dev, true},
+	} {
+		before := net()
+		res, err := s.Open(h.ctx, broker.OpenRequest{Order: order(1), Symbol: sym.Name, Side: c.side, Volume: sym.MinLot, WorstPrice: c.worst})
+		if !c.filled {
+			h.wantErr(err, broker.ErrRetryable, broker.CodeRequote)
+			if after := net(); !sameVolume(after, before) {
+				h.t.Fatalf("a %v refused for its worst price %v changed the position from %v to %v lots", c.side, c.worst, before, after)
+			}
+			continue
+		}
+		h.must(err)
+		if c.side == broker.Buy && res.Price > c.worst || c.side == broker.Sell && res.Price < c.worst {
+			h.t.Fatalf("a %v filled at %v, beyond its worst price %v", c.side, res.Price, c.worst)
+		}
+	}
+	if v := net(); !sameVolume(v, 0) {
+		h.t.Fatalf("after a buy and a sell of %v lots the account holds %v", sym.MinLot, v)
 	}
 }
 
