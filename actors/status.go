@@ -243,6 +243,15 @@ func (m *Metrics) Skips(reason reconcile.SkipReason) int64 {
 	return m.skips[reason].Load()
 }
 
+// SkipsTotal is how many master positions were not copied, for any reason.
+func (m *Metrics) SkipsTotal() int64 {
+	var n int64
+	for i := range m.skips {
+		n += m.skips[i].Load()
+	}
+	return n
+}
+
 func (m *Metrics) countSkip(reason reconcile.SkipReason) {
 	if reason > 0 && int(reason) < len(m.skips) {
 		m.skips[reason].Add(1)

@@ -192,6 +192,7 @@ type nodeCounters struct {
 	OrdersFailed    int64   `json:"orders_failed"`
 	DroppedWork     int64   `json:"dropped_work"`
 	Reconciles      int64   `json:"reconciles"`
+	Skips           int64   `json:"skips"` // master positions not copied (copier_skips_total)
 	Crashes         int64   `json:"crashes"`
 	Cycles          int64   `json:"cycles"`
 	CycleFailures   int64   `json:"cycle_failures"`
@@ -242,6 +243,7 @@ func (s *Server) nodeView() (*nodeJSON, actors.Snapshot) {
 		OrdersFailed:  m.OrdersRetryable.Load() + m.OrdersUnknown.Load() + m.OrdersPermanent.Load() + m.OrdersFenced.Load() + m.OrdersExpired.Load() + m.OrdersOther.Load(),
 		DroppedWork:   m.DroppedWork.Load(),
 		Reconciles:    m.ReconcilesTotal(),
+		Skips:         m.SkipsTotal(),
 		Crashes:       m.Crashes.Load(),
 		Cycles:        m.Cycles.Load(),
 		CycleFailures: m.CycleFailures.Load(),

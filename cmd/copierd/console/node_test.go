@@ -166,6 +166,16 @@ func TestNodeClusterPositionsJournalAndDrain(t *testing.T) {
 		return len(sj.Journal) == 1 && sj.Journal[0].MasterTicket == pos.Ticket && sj.Journal[0].Result == "skipped" &&
 			sj.Journal[0].Skip == "filtered_side" && strings.HasPrefix(sj.Journal[0].Action, "not copied (filtered_side): "), r.body
 	})
+	var nc struct {
+		Counters struct {
+			Skips int64 `json:"skips"`
+		} `json:"counters"`
+	}
+	eventually(t, "the node counts the skip", 10*time.Second, func() (bool, string) {
+		r := e.do("GET", "/api/node", nil, bearer)
+		r.json(t, &nc)
+		return nc.Counters.Skips == 1, r.body // the count follows the journal entry in the same step
+	})
 	var mp struct {
 		Positions []struct{ Ticket int64 } `json:"positions"`
 	}
