@@ -212,49 +212,43 @@ type Metrics struct {
 }
 
 // Reconciles is how many reconciles ran for cause.
-func (m *Metrics) Reconciles(cause follower.Cause) int64 {
-	if int(cause) >= len(m.reconciles) {
-		return 0
-	}
-	return m.reconciles[cause].Load()
-}
+func (m *Metrics) Reconciles(cause follower.Cause) int64 { return countOf(m.reconciles[:], int(cause)) }
 
 // ReconcilesTotal is how many reconciles ran for any cause.
-func (m *Metrics) ReconcilesTotal() int64 {
-	var n int64
-	for i := range m.reconciles {
-		n += m.reconciles[i].Load()
-	}
-	return n
-}
+func (m *Metrics) ReconcilesTotal() int64 { return countSum(m.reconciles[:]) }
 
-func (m *Metrics) countReconcile(cause follower.Cause) {
-	if int(cause) < len(m.reconciles) {
-		m.reconciles[cause].Add(1)
-	}
-}
+func (m *Metrics) countReconcile(cause follower.Cause) { countUp(m.reconciles[:], int(cause)) }
 
 // Skips is how many master positions were not copied for reason: each position and
 // reason once while it lasts, as journalled.
-func (m *Metrics) Skips(reason reconcile.SkipReason) int64 {
-	if reason <= 0 || int(reason) >= len(m.skips) {
-		return 0
-	}
-	return m.skips[reason].Load()
-}
+func (m *Metrics) Skips(reason reconcile.SkipReason) int64 { return countOf(m.skips[:], int(reason)) }
 
 // SkipsTotal is how many master positions were not copied, for any reason.
-func (m *Metrics) SkipsTotal() int64 {
+func (m *Metrics) SkipsTotal() int64 { return countSum(m.skips[:]) }
+
+func (m *Metrics) countSkip(reason reconcile.SkipReason) { countUp(m.skips[:], int(reason)) }
+
+// countOf reads counts[i] of counters kept by a kind's number (0 for a number out of range).
+func countOf(counts []atomic.Int64, i int) int64 {
+	if i < 0 || i >= len(counts) {
+		return 0
+	}
+	return counts[i].Load()
+}
+
+// countSum is the sum of counts.
+func countSum(counts []atomic.Int64) int64 {
 	var n int64
-	for i := range m.skips {
-		n += m.skips[i].Load()
+	for i := range counts {
+		n += counts[i].Load()
 	}
 	return n
 }
 
-func (m *Metrics) countSkip(reason reconcile.SkipReason) {
-	if reason > 0 && int(reason) < len(m.skips) {
-		m.skips[reason].Add(1)
+// countUp adds one to counts[i], unless i is out of range.
+func countUp(counts []atomic.Int64, i int) {
+	if i >= 0 && i < len(counts) {
+		counts[i].Add(1)
 	}
 }
 
