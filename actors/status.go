@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snapcopier/copier/internal/fewmap"
 	"github.com/snapcopier/copier/leasekeeper"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/reconcile/follower"
@@ -56,10 +57,11 @@ type AccountStatus struct {
 // accountBoard is one account's live status. Each account has its own lock, so there is
 // no shared lock on the fan-out path.
 type accountBoard struct {
-	mu      sync.Mutex
-	s       AccountStatus
-	quality map[int64]*qualityRing // link → recent copies' quality, allocated on the first
-	// copy
+	mu sync.Mutex
+	s  AccountStatus
+	// quality is each link's recent copies, a ring allocated on its first copy; keyed in a
+	// fewmap: the first link's ring is found on every order without a map lookup.
+	quality fewmap.Map[*qualityRing]
 	// journal is a ring of the newest journalSize entries (s.Journal stays nil): an entry
 	// is written in place, not appended behind 19 entries moved down by one on every order.
 	journal []JournalEntry
@@ -121,7 +123,7 @@ func (b *accountBoard) snapshot() AccountStatus {
 		s.Journal = append(append(s.Journal, b.journal[b.jnext:]...), b.journal[:b.jnext]...)
 	}
 	s.Quality = nil
-	for link, r := range b.quality {
+	for link, r := range b.quality.All() {
 		s.Quality = append(s.Quality, r.summary(link))
 	}
 	sort.Slice(s.Quality, func(i, j int) bool { return s.Quality[i].Link < s.Quality[j].Link })
@@ -130,13 +132,10 @@ func (b *accountBoard) snapshot() AccountStatus {
 
 // addQualityLocked records one copy's quality for link's summary.
 func (b *accountBoard) addQualityLocked(link int64, q Quality) {
-	if b.quality == nil {
-		b.quality = map[int64]*qualityRing{}
-	}
-	r := b.quality[link]
+	r, _ := b.quality.Get(link)
 	if r == nil {
 		r = &qualityRing{}
-		b.quality[link] = r
+		b.quality.Set(link, r)
 	}
 	r.add(q)
 }

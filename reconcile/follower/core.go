@@ -8,6 +8,7 @@ import (
 
 	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/internal/backoff"
+	"github.com/snapcopier/copier/internal/fewmap"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/reconcile/protect"
 )
@@ -62,15 +63,16 @@ type Core struct {
 	version   int64
 	connected bool
 	links     []link
-	masters   map[int64]*master
+	masters   fewmap.Map[*master] // by master id: a follower copies one or a few
 	follower  reconcile.AccountState
 	fetched   bool // follower state came from a reconcile
 	// tickets is each link's ticket map as the planner takes it: one entry per master
 	// ticket, sorted by it. A change replaces the link's slice with a new one (copy on
 	// write), so a slice handed to a plan or a reconcile is never changed under it; a map
 	// of entries per link, sorted again for the plan after every change, cost a map walk,
-	// a sort and two map writes per order.
-	tickets map[int64][]reconcile.TicketMapEntry
+	// a sort and two map writes per order. Keyed by link in a fewmap: the first link's
+	// slice sits in the Core, read on every event without a map lookup's cache misses.
+	tickets fewmap.Map[[]reconcile.TicketMapEntry]
 	seenAt  time.Time // when the follower's positions were last read or changed by an order
 	// skips are the master positions whose skip is journalled (journalSkips); nil until a
 	// first one.
@@ -118,7 +120,13 @@ type Core struct {
 
 // New returns the Core of an account just claimed.
 func New(opt Options) *Core {
-	return &Core{opt: opt, masters: map[int64]*master{}, tickets: map[int64][]reconcile.TicketMapEntry{}}
+	return &Core{opt: opt}
+}
+
+// master is what the follower knows of master id, nil when none of its links copies it.
+func (c *Core) master(id int64) *master {
+	mv, _ := c.masters.Get(id)
+	return mv
 }
 
 // Status is the account's status as of the last input.
@@ -271,14 +279,10 @@ func (c *Core) Loaded(at At, m Loaded) *Ready {
 		c.setError(err)
 		c.note(Note{Kind: NoteBadConfig, Link: l.ID, Err: err})
 	}
-	for id := range c.masters {
-		if !contains(masters, id) {
-			delete(c.masters, id)
-		}
-	}
+	c.masters.DeleteFunc(func(id int64, _ *master) bool { return !contains(masters, id) })
 	for _, id := range masters {
-		if c.masters[id] == nil {
-			c.masters[id] = &master{}
+		if c.master(id) == nil {
+			c.masters.Set(id, &master{})
 		}
 	}
 	for k := range c.skips {
@@ -326,7 +330,7 @@ func contains(s []int64, v int64) bool {
 // the master's positions by it.
 func (c *Core) MasterAttached(at At, id int64, restarted bool, epoch, seq int64, clock ServerClock) *Ready {
 	now := c.beginAt(at)
-	mv := c.masters[id]
+	mv := c.master(id)
 	if mv == nil {
 		return c.done()
 	}
@@ -444,7 +448,7 @@ func (c *Core) takeHeld() []eventPlan {
 
 func (c *Core) event(at At, id int64, ev *broker.Event, received time.Time, behind bool) *Ready {
 	now := c.beginAt(at)
-	mv := c.masters[id]
+	mv := c.master(id)
 	if mv == nil || c.stopped {
 		return c.done()
 	}
@@ -543,7 +547,7 @@ func (c *Core) maybeReconcile(now time.Time, cause Cause) {
 		c.setPhase(PhaseDirty)
 		return // the next Tick after a renewal retries
 	}
-	for _, mv := range c.masters {
+	for _, mv := range c.masters.All() {
 		if !mv.attached {
 			return // wait for the feed; MasterAttached retries
 		}
@@ -560,14 +564,14 @@ func (c *Core) maybeReconcile(now time.Time, cause Cause) {
 }
 
 func (c *Core) startReconcile(now time.Time, cause Cause) {
-	ask := &Ask{Cause: cause, Masters: make([]int64, 0, len(c.masters)), Links: make([]AskLink, 0, len(c.links))}
-	for id := range c.masters {
+	ask := &Ask{Cause: cause, Masters: make([]int64, 0, c.masters.Len()), Links: make([]AskLink, 0, len(c.links))}
+	for id := range c.masters.All() {
 		ask.Masters = append(ask.Masters, id)
 	}
 	slices.Sort(ask.Masters) // a Ready never depends on map order
 	for _, l := range c.links {
 		al := AskLink{MasterID: l.masterID, Link: l.link, TicketMap: c.ticketMap(l.id)}
-		if mv := c.masters[l.masterID]; mv != nil {
+		if mv := c.master(l.masterID); mv != nil {
 			al.MasterClock = mv.clock.Offset()
 		}
 		ask.Links = append(ask.Links, al)
@@ -586,47 +590,51 @@ func (c *Core) startReconcile(now time.Time, cause Cause) {
 
 // ticketMap returns link linkID's entries, one per master ticket, sorted by it. Callers
 // only read it; a change of the link's map replaces it.
-func (c *Core) ticketMap(linkID int64) []reconcile.TicketMapEntry { return c.tickets[linkID] }
+func (c *Core) ticketMap(linkID int64) []reconcile.TicketMapEntry {
+	s, _ := c.tickets.Get(linkID)
+	return s
+}
 
 // setTicket makes t the entry of its link and master ticket (replacing the entry there);
 // unsetTicket drops the entry of (link, master ticket). Both put a new slice in place of
 // the link's: one handed out earlier stays as it was.
 func (c *Core) setTicket(t reconcile.TicketMapEntry) {
-	old := c.tickets[t.LinkID]
+	old := c.ticketMap(t.LinkID)
 	i, found := c.findTicket(old, t.MasterTicket)
 	if found {
 		s := slices.Clone(old)
 		s[i] = t
-		c.tickets[t.LinkID] = s
+		c.tickets.Set(t.LinkID, s)
 		return
 	}
 	s := make([]reconcile.TicketMapEntry, len(old)+1)
 	copy(s, old[:i])
 	s[i] = t
 	copy(s[i+1:], old[i:])
-	c.tickets[t.LinkID] = s
+	c.tickets.Set(t.LinkID, s)
 }
 
 func (c *Core) unsetTicket(link, masterTicket int64) {
-	old := c.tickets[link]
+	old := c.ticketMap(link)
 	i, found := c.findTicket(old, masterTicket)
 	switch {
 	case !found:
 	case len(old) == 1:
-		delete(c.tickets, link)
+		c.tickets.Delete(link)
 	default:
-		c.tickets[link] = slices.Concat(old[:i], old[i+1:])
+		c.tickets.Set(link, slices.Concat(old[:i], old[i+1:]))
 	}
 }
 
 // ticketsByLink groups stored entries as Core.tickets holds them: by link, one per master
 // ticket (the last of a repeated one, as setting them one by one would), sorted by it.
-func ticketsByLink(ts []reconcile.TicketMapEntry) map[int64][]reconcile.TicketMapEntry {
-	out := map[int64][]reconcile.TicketMapEntry{}
+func ticketsByLink(ts []reconcile.TicketMapEntry) fewmap.Map[[]reconcile.TicketMapEntry] {
+	grouped := map[int64][]reconcile.TicketMapEntry{}
 	for _, t := range ts {
-		out[t.LinkID] = append(out[t.LinkID], t)
+		grouped[t.LinkID] = append(grouped[t.LinkID], t)
 	}
-	for link, s := range out {
+	var out fewmap.Map[[]reconcile.TicketMapEntry]
+	for link, s := range grouped {
 		slices.SortStableFunc(s, func(a, b reconcile.TicketMapEntry) int { return cmp.Compare(a.MasterTicket, b.MasterTicket) })
 		kept := s[:0]
 		for i, t := range s {
@@ -634,7 +642,7 @@ func ticketsByLink(ts []reconcile.TicketMapEntry) map[int64][]reconcile.TicketMa
 				kept = append(kept, t)
 			}
 		}
-		out[link] = kept
+		out.Set(link, kept)
 	}
 	return out
 }
@@ -692,7 +700,7 @@ func (c *Core) Reconciled(at At, r *Reconciled) *Ready {
 	}
 	c.follower, c.fetched, c.seenAt = r.Follower, true, now
 	for id, st := range r.Masters {
-		if mv := c.masters[id]; mv != nil {
+		if mv := c.master(id); mv != nil {
 			mv.state, mv.fetched = st, true
 		}
 	}

@@ -218,7 +218,7 @@ func TestResend(t *testing.T) {
 		if h.rd.ResendIn != pause || h.rd.Send != nil || len(h.rd.Journal) != 0 || hasNote(h.rd, NoteOrderRetry) == nil {
 			t.Fatalf("a requote: %+v, want a resend in %v, nothing journalled yet", h.rd, pause)
 		}
-		h.event(broker.Opened, 1, h.c.masters[100].seq+1, h.mpos(600))
+		h.event(broker.Opened, 1, h.c.master(100).seq+1, h.mpos(600))
 		h.wantNothing("an event while an order waits for its resend")
 		h.rd = h.c.Tick(h.at())
 		h.wantNothing("a tick while an order waits for its resend")

@@ -92,7 +92,7 @@ func (c *Core) advance(now time.Time) {
 			if l.masterID != e.master {
 				continue
 			}
-			res = reconcile.PlanAppliedEvent(*e.ev, c.input(l, c.masters[e.master], now))
+			res = reconcile.PlanAppliedEvent(*e.ev, c.input(l, c.master(e.master), now))
 			r.sent = r.sent || len(res.Actions) > 0
 			if res.NeedsQuote() {
 				// A late copy is checked against the follower's current price: a reconcile
