@@ -41,7 +41,7 @@ func (a *accountActor) send(act reconcile.Action) follower.OrderOutcome {
 	}
 	id := a.sent.next(key, tk.At)
 	out := follower.OrderOutcome{SentAt: a.e.now()}
-	out.Result, out.Err = a.call(act, tk, id)
+	out.Result, out.Err = a.call(act, tk, id, out.SentAt)
 	if key != "" || unknownOutcome(out.Err) {
 		if key == "" {
 			key = requestKey(a.id, tk.Epoch, act)
@@ -58,18 +58,18 @@ func (a *accountActor) send(act reconcile.Action) follower.OrderOutcome {
 // bounds it: both end with the trust of tk (and the context with the order timeout too).
 // Both derive from the ticket's end (tk.Until), never from the trust left at the check:
 // a pause since the check shortens them. The wall clock is read before the gate's, so
-// the wire deadline is never after the trust's end. The context arms its timer only when
-// the broker waits on Done (lazydeadline): the in-process simulator never does.
-func (a *accountActor) orderFor(tk leasekeeper.Ticket, id uuid.UUID) (*lazydeadline.Context, broker.Order) {
-	wall := a.e.now()
+// the wire deadline is never after the trust's end: wall is a reading taken after the gate
+// check and before this. The context arms its timer only when the broker waits on Done
+// (lazydeadline): the in-process simulator never does.
+func (a *accountActor) orderFor(tk leasekeeper.Ticket, id uuid.UUID, wall time.Time) (*lazydeadline.Context, broker.Order) {
 	left := tk.Left()
 	ctx := lazydeadline.WithTimeout(min(a.e.cfg.OrderTimeout, left))
 	o := broker.Order{RequestID: id, Token: tk.Epoch, Node: a.e.cfg.NodeID, Deadline: wall.Add(left)}
 	return ctx, o
 }
 
-func (a *accountActor) call(act reconcile.Action, tk leasekeeper.Ticket, id uuid.UUID) (broker.OrderResult, error) {
-	octx, o := a.orderFor(tk, id)
+func (a *accountActor) call(act reconcile.Action, tk leasekeeper.Ticket, id uuid.UUID, wall time.Time) (broker.OrderResult, error) {
+	octx, o := a.orderFor(tk, id, wall)
 	defer octx.Cancel()
 	ctx := a.traceContext(octx, id)
 	switch act.Kind {
@@ -90,7 +90,7 @@ func (a *accountActor) raiseToken() (err error, dropped bool) {
 	if !open || a.e.halted.Load() {
 		return nil, true
 	}
-	ctx, o := a.orderFor(tk, newRequestID())
+	ctx, o := a.orderFor(tk, newRequestID(), a.e.now())
 	defer ctx.Cancel()
 	return a.session.Fence(ctx, o), false
 }

@@ -54,7 +54,7 @@ func TestOrderDeadlineIsTheTrustEndWhateverThePause(t *testing.T) {
 	wall = wall.Add(pause)
 	wallMu.Unlock()
 
-	ctx, o := a.orderFor(tk, uuid.New())
+	ctx, o := a.orderFor(tk, uuid.New(), a.e.now())
 	defer ctx.Cancel()
 	realAfter := time.Now()
 	if !o.Deadline.Equal(trustEnd) {

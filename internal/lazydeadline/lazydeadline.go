@@ -17,6 +17,11 @@ import (
 // context.WithDeadline, which it then holds.
 type Context struct {
 	deadline time.Time
+	// start and timeout give the deadline on the monotonic clock alone: Err and Cancel
+	// compare time.Since(start) with timeout, one clock reading where time.Now reads two
+	// (the wall clock too), on every order.
+	start   time.Time
+	timeout time.Duration
 
 	mu     sync.Mutex
 	err    error              // set once, by the first cancel or the first Err past the deadline
@@ -28,7 +33,8 @@ type Context struct {
 // until a caller waits on Done. Cancel is its cancel function (a method, not a returned
 // func: a method value would be a second allocation).
 func WithTimeout(timeout time.Duration) *Context {
-	return &Context{deadline: time.Now().Add(timeout)}
+	now := time.Now()
+	return &Context{deadline: now.Add(timeout), start: now, timeout: timeout}
 }
 
 // Deadline implements context.Context.
@@ -62,11 +68,15 @@ func (c *Context) Err() error {
 	if c.inner != nil {
 		return c.inner.Err()
 	}
-	if !time.Now().Before(c.deadline) {
+	if c.passed() {
 		c.err = context.DeadlineExceeded
 	}
 	return c.err
 }
+
+// passed reports whether the deadline has passed: !time.Now().Before(c.deadline), read on
+// the monotonic clock only.
+func (c *Context) passed() bool { return time.Since(c.start) >= c.timeout }
 
 // armLocked makes the inner context the first time, done at once when c already is.
 func (c *Context) armLocked() context.Context {
@@ -91,7 +101,7 @@ func (c *Context) Cancel() {
 			c.err = c.inner.Err()
 		}
 	case c.err != nil:
-	case !time.Now().Before(c.deadline):
+	case c.passed():
 		c.err = context.DeadlineExceeded
 	default:
 		c.err = context.Canceled
