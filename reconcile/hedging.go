@@ -21,9 +21,11 @@ func (b *hedgingBook) add(symbol string, volume float64) {
 
 // hedging plans a hedging follower: every copy is its own position.
 func (p *planner) hedging() {
-	copies := p.matchCopies()
+	var copyRoom [4]matchedCopy // a plan's lists, on the stack while they fit
+	var ticketRoom [4]int64
+	copies := p.matchCopies(copyRoom[:0])
 	book := hedgingBook{lots: make(map[string]float64)}
-	for _, t := range p.knownTickets(copies) {
+	for _, t := range p.knownTickets(copies, ticketRoom[:0]) {
 		p.manageTicket(t, copies.of(t), p.entriesOf(t), &book)
 	}
 	for _, m := range p.masters {
@@ -73,8 +75,7 @@ func (s copySet) has(ft int64) bool {
 // master ticket per follower ticket, the map wins over the comment), then through the
 // marker. Positions of the link's magic that match neither are reported as unidentified
 // and left alone.
-func (p *planner) matchCopies() copySet {
-	var copies copySet
+func (p *planner) matchCopies(copies copySet) copySet {
 	for _, f := range p.in.Follower.Positions {
 		if f.Magic == p.in.Link.Magic {
 			copies = append(copies, matchedCopy{pos: f})
@@ -158,8 +159,7 @@ func (p *planner) manageTicket(t int64, cs copySet, es []TicketMapEntry, book *h
 // knownTickets returns the master tickets that have copies or entries, open masters first
 // (oldest first), then closed ones by ticket. The copies and the entries are both sorted
 // by master ticket: the closed ones are merged from them, without a set.
-func (p *planner) knownTickets(copies copySet) []int64 {
-	var out []int64
+func (p *planner) knownTickets(copies copySet, out []int64) []int64 {
 	for _, m := range p.masters {
 		if len(copies.of(m.Ticket)) > 0 || len(p.entriesOf(m.Ticket)) > 0 {
 			out = append(out, m.Ticket)

@@ -14,7 +14,8 @@ const markerPrefix = "mc"
 // characters (19 digits), within broker.MaxCommentLen, which leaves servers room to append
 // their own text without cutting the ticket.
 func Marker(masterTicket int64) string {
-	return markerPrefix + strconv.FormatInt(masterTicket, 10)
+	var b [len(markerPrefix) + 20]byte // built on the stack: one allocation, the string's
+	return string(strconv.AppendInt(append(b[:0], markerPrefix...), masterTicket, 10))
 }
 
 // ParseMarker returns the master ticket a copy's comment names. It accepts what servers do

@@ -71,9 +71,9 @@ func (p *planner) closeAll() {
 // positions are closed as orphans (their entries dropped), the others for protection, each
 // found only by its marker tracked first so that it becomes a tombstone.
 func (p *planner) closeAllHedging() {
-	copies := p.matchCopies()
+	copies := p.matchCopies(nil)
 	book := hedgingBook{lots: make(map[string]float64)}
-	for _, t := range p.knownTickets(copies) {
+	for _, t := range p.knownTickets(copies, nil) {
 		p.copied[t] = true
 		m, open := p.master(t)
 		cs := copies.of(t)
