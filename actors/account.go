@@ -2,7 +2,6 @@ package actors
 
 import (
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -384,7 +383,7 @@ func (a *accountActor) report(rep *report) {
 		Balance: s.Balance, Equity: s.Equity, EquityUnknown: s.EquityUnknown, At: a.e.now(), LastCopyAt: s.LastCopy,
 	}
 	if ps, seenAt, ok := a.core.Positions(); ok {
-		rep.snap = snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: slices.Clone(ps)}
+		rep.snap = snapshotUpdate{row: store.PositionsSnapshot{ID: a.id, Epoch: a.epoch, SeenAt: seenAt}, positions: ps} // putReport copies them
 		rep.hasSnap = true
 	}
 	now := a.e.elapsed()

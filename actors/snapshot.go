@@ -113,5 +113,5 @@ func appendSnapshotPosition(b []byte, p broker.Position) ([]byte, bool) {
 // positions are encoded when they are written, so only the latest of a flush interval is.
 type snapshotUpdate struct {
 	row       store.PositionsSnapshot // without Positions
-	positions []broker.Position       // a copy the sender no longer changes
+	positions []broker.Position       // the queue's own copy (the account's while it puts a report)
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -114,7 +115,8 @@ func (q *writeQueue) put(a *accountRows) {
 	}
 }
 
-// putReport keeps rep as account id's latest report: a report without a snapshot keeps
+// putReport keeps rep as account id's latest report, its positions copied (rep's are the
+// reporting account's, which it goes on changing): a report without a snapshot keeps
 // the snapshot of the one it replaces, and the earlier of the two due times holds (a
 // change due at once is not put off by the figures that follow it).
 func (s *writeShard) putReport(id int64, rep *report) {
@@ -125,12 +127,16 @@ func (s *writeShard) putReport(id int64, rep *report) {
 	if !ok {
 		s.reportAt[id] = len(s.reports)
 		s.reports = append(s.reports, *rep)
+		s.reports[len(s.reports)-1].snap.positions = slices.Clone(rep.snap.positions)
 		return
 	}
 	old := &s.reports[i]
 	due := min(old.due, rep.due)
 	if rep.hasSnap {
-		old.snap, old.hasSnap = rep.snap, true
+		// Copied into the room of the report it replaces: a busy account's positions are
+		// reported on every order and written once per StatusEvery.
+		old.snap.row, old.hasSnap = rep.snap.row, true
+		old.snap.positions = append(old.snap.positions[:0], rep.snap.positions...)
 	}
 	old.status, old.due = rep.status, due
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snapcopier/copier/broker"
 	"github.com/snapcopier/copier/reconcile"
 	"github.com/snapcopier/copier/reconcile/follower"
 	"github.com/snapcopier/copier/store"
@@ -58,6 +59,38 @@ func TestWriteQueueKeepsEachAccountsLatest(t *testing.T) {
 	var again bool
 	if left := q.take(0, true, nil, func([]*pendingRows) { again = true }); again || len(left) != 0 {
 		t.Errorf("a second take found rows (%v, %d reports): the first did not empty the queue", again, len(left))
+	}
+}
+
+// TestQueuedPositionsAreTheQueuesOwn: a report's positions are the reporting account's,
+// which it goes on changing in place after the put; what the queue hands to the writer is
+// the positions as they were put, for a first report and for one that replaces another.
+func TestQueuedPositionsAreTheQueuesOwn(t *testing.T) {
+	var q writeQueue
+	ps := []broker.Position{{Ticket: 1, Volume: 1}}
+	put := func() {
+		q.put(&accountRows{id: 9, epoch: 1, hasReport: true, report: report{status: store.AccountStatus{ID: 9},
+			snap: snapshotUpdate{row: store.PositionsSnapshot{ID: 9, Epoch: 1}, positions: ps}, hasSnap: true}})
+	}
+	takeOne := func() []broker.Position {
+		t.Helper()
+		reports := q.take(0, true, nil, func([]*pendingRows) {})
+		if len(reports) != 1 {
+			t.Fatalf("took %d reports, want 1", len(reports))
+		}
+		return reports[0].snap.positions
+	}
+	put()            // a first report
+	ps[0].Volume = 2 // the account's next order changes its positions in place
+	if got := takeOne(); len(got) != 1 || got[0].Volume != 1 {
+		t.Fatalf("first report's positions %+v, want volume 1 as put", got)
+	}
+	put()
+	ps[0].Volume = 3
+	put() // replaces the held one
+	ps[0].Volume = 4
+	if got := takeOne(); len(got) != 1 || got[0].Volume != 3 {
+		t.Fatalf("replacing report's positions %+v, want volume 3 as put", got)
 	}
 }
 
