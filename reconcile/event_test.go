@@ -47,6 +47,27 @@ func TestPlanEvent(t *testing.T) {
 	}
 }
 
+// TestPlanAppendsToTheLentRoom: a plan given ActionRoom puts its actions in that array,
+// whatever it held, and plans as it does without one.
+func TestPlanAppendsToTheLentRoom(t *testing.T) {
+	in := testInput(broker.Hedging)
+	in.Master.Positions = []broker.Position{mpos(501, "EURUSD", broker.Buy, 0.4, 0), mpos(502, "EURUSD", broker.Sell, 0.2, 0)}
+	want := Plan(in)
+	if len(want.Actions) != 2 {
+		t.Fatalf("plan without room: %v", want.Actions)
+	}
+	room := make([]Action, 3, 4)
+	room[0] = Action{Kind: Close, MasterTicket: 9} // an earlier plan's, done
+	in.ActionRoom = room
+	got := Plan(in)
+	if !reflect.DeepEqual(got.Actions, want.Actions) {
+		t.Fatalf("plan in the lent room: %v, want %v", got.Actions, want.Actions)
+	}
+	if &got.Actions[0] != &room[0] {
+		t.Fatal("the plan's actions are not in the lent array")
+	}
+}
+
 // TestPlanEventScope: the event path acts for the event's master ticket only; the rest is
 // the reconcile's.
 func TestPlanEventScope(t *testing.T) {

@@ -91,6 +91,10 @@ type Input struct {
 	// server's clock: a position's age is Now − OpenTime + MasterClock, for the opening
 	// window and a copy's lateness. Zero: one clock, or not known yet.
 	MasterClock time.Duration
+	// ActionRoom is room the plan may append its actions to (Result.Actions then shares
+	// its array; its length is ignored): a caller that plans on every event lends the
+	// array of a plan it is done with. Nil: a new array.
+	ActionRoom []Action
 }
 
 // masterAge is how long ago the master opened m, on Now's clock.

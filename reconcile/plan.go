@@ -54,6 +54,7 @@ type planner struct {
 
 func plan(in Input, sc scope) Result {
 	p := &planner{in: in, s: in.Link.Settings, sc: sc}
+	p.res.Actions = in.ActionRoom[:0]
 	p.quotesStale = !in.Follower.QuotesAt.IsZero() && in.Now.Sub(in.Follower.QuotesAt) > QuoteMaxAge
 	if !p.valid() {
 		return p.res

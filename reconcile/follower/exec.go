@@ -92,7 +92,11 @@ func (c *Core) advance(now time.Time) {
 			if l.masterID != e.master {
 				continue
 			}
-			res = reconcile.PlanAppliedEvent(*e.ev, c.input(l, c.master(e.master), now))
+			in := c.input(l, c.master(e.master), now)
+			clear(c.actionRoom) // the last plan's actions are done: nothing of them kept alive
+			in.ActionRoom = c.actionRoom[:0]
+			res = reconcile.PlanAppliedEvent(*e.ev, in)
+			c.actionRoom = res.Actions
 			r.sent = r.sent || len(res.Actions) > 0
 			if res.NeedsQuote() {
 				// A late copy is checked against the follower's current price: a reconcile
