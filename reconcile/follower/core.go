@@ -111,15 +111,16 @@ type Core struct {
 	flushAsked bool         // Ready.FlushEvents was set and FlushEvents has not come yet
 
 	run    execution // the plan being carried out
-	// actionRoom is the array of the last event plan's actions, lent to the next event
-	// plan: a plan is taken up only once the actions before it are done (advance), so one
-	// array serves every event of the account instead of one allocation per order.
-	actionRoom []reconcile.Action
 	order  Order     // the order in flight (Ready.Send points here)
 	resend resend
 	status Status
 	ready  Ready
 	notes  []Note
+
+	// actionRoom is the array of the last event plan's actions, lent to the next event
+	// plan: a plan is taken up only once the actions before it are done (advance), so one
+	// array serves every event of the account instead of one allocation per order.
+	actionRoom []reconcile.Action
 }
 
 // New returns the Core of an account just claimed.
