@@ -16,10 +16,9 @@ import (
 // is called it holds no timer: Err reads the clock. Once armed it behaves as the context of
 // context.WithDeadline, which it then holds.
 type Context struct {
-	deadline time.Time
-	// start and timeout give the deadline on the monotonic clock alone: Err and Cancel
-	// compare time.Since(start) with timeout, one clock reading where time.Now reads two
-	// (the wall clock too), on every order.
+	// The deadline is start + timeout. Err and Cancel compare time.Since(start) with
+	// timeout: the monotonic clock alone, one reading where time.Now reads two (the wall
+	// clock too), on every order.
 	start   time.Time
 	timeout time.Duration
 
@@ -33,12 +32,13 @@ type Context struct {
 // until a caller waits on Done. Cancel is its cancel function (a method, not a returned
 // func: a method value would be a second allocation).
 func WithTimeout(timeout time.Duration) *Context {
-	now := time.Now()
-	return &Context{deadline: now.Add(timeout), start: now, timeout: timeout}
+	return &Context{start: time.Now(), timeout: timeout}
 }
 
 // Deadline implements context.Context.
-func (c *Context) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *Context) Deadline() (time.Time, bool) { return c.deadline(), true }
+
+func (c *Context) deadline() time.Time { return c.start.Add(c.timeout) }
 
 // Value implements context.Context: the context carries no values.
 func (c *Context) Value(any) any { return nil }
@@ -74,14 +74,14 @@ func (c *Context) Err() error {
 	return c.err
 }
 
-// passed reports whether the deadline has passed: !time.Now().Before(c.deadline), read on
+// passed reports whether the deadline has passed: !time.Now().Before(c.deadline()), read on
 // the monotonic clock only.
 func (c *Context) passed() bool { return time.Since(c.start) >= c.timeout }
 
 // armLocked makes the inner context the first time, done at once when c already is.
 func (c *Context) armLocked() context.Context {
 	if c.inner == nil {
-		c.inner, c.cancel = context.WithDeadline(context.Background(), c.deadline)
+		c.inner, c.cancel = context.WithDeadline(context.Background(), c.deadline())
 		if c.err != nil {
 			c.cancel()
 		}

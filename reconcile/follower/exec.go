@@ -94,7 +94,7 @@ func (c *Core) advance(now time.Time) {
 			}
 			in := c.input(l, c.master(e.master), now)
 			clear(c.actionRoom) // the last plan's actions are done: nothing of them kept alive
-			in.ActionRoom = c.actionRoom[:0]
+			in.ActionRoom = c.actionRoom
 			res = reconcile.PlanAppliedEvent(*e.ev, in)
 			c.actionRoom = res.Actions
 			r.sent = r.sent || len(res.Actions) > 0
